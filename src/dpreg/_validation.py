@@ -1,0 +1,131 @@
+"""Shared input validation for every public estimator (the ``_check_*`` layer).
+
+Each check raises ``ValueError`` (or ``TypeError``) with a message naming the
+argument and the fix; none of them modifies data silently.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dpreg.privacy.budgets import ApproxDP, ZCDP
+
+
+def check_matrix(X: Any, name: str = "X") -> np.ndarray:
+    """Return ``X`` as a finite float64 array of shape (n, d)."""
+    arr = np.asarray(X, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array of shape (n, d); got shape {arr.shape}")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"{name} must be non-empty; got shape {arr.shape}")
+    _check_finite(arr, name)
+    return arr
+
+
+def check_vector(y: Any, n: int, name: str = "y") -> np.ndarray:
+    """Return ``y`` as a finite float64 vector of length ``n`` (a column (n, 1) is accepted)."""
+    arr = np.asarray(y, dtype=np.float64)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of length n={n}; got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} has {arr.shape[0]} rows but X has {n}; they must match")
+    _check_finite(arr, name)
+    return arr
+
+
+def _check_finite(arr: np.ndarray, name: str) -> None:
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))
+        where = bad[0].tolist()
+        raise ValueError(
+            f"{name} contains NaN or infinite values ({len(bad)} entries, first at index {where});"
+            " drop or impute them before fitting"
+        )
+
+
+def check_regression(X: Any, y: Any, *, require_full_rank: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a regression design: shapes, finite values, n >= d and (optionally) full rank."""
+    X = check_matrix(X, "X")
+    y = check_vector(y, X.shape[0], "y")
+    n, d = X.shape
+    if n < d:
+        raise ValueError(f"need at least as many rows as columns: X has n={n} rows and d={d} columns")
+    if require_full_rank:
+        rank = np.linalg.matrix_rank(X)
+        if rank < d:
+            raise ValueError(
+                f"X is rank deficient (rank {rank} < d={d}); drop collinear columns first"
+            )
+    return X, y
+
+
+def check_row_norm_bound(X: np.ndarray, bound: float, name: str = "X", bound_name: str = "bound_X") -> None:
+    """Require max_i ||x_i||_2 <= bound: the public bound must hold, never silently clipped."""
+    check_positive(bound, bound_name)
+    norms = np.linalg.norm(X, axis=1) if X.ndim == 2 else np.abs(X)
+    worst = float(norms.max())
+    if worst > bound * (1 + 1e-12):
+        raise ValueError(
+            f"{name} violates its public bound: max row norm {worst:.6g} > {bound_name}={bound:.6g};"
+            f" rescale or clip {name} to the bound before fitting"
+        )
+
+
+def check_positive(value: Any, name: str, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float > 0 (finite unless ``allow_inf``)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number; got {value!r}") from None
+    if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
+        kind = "a positive number" if allow_inf else "a finite positive number"
+        raise ValueError(f"{name} must be {kind}; got {value!r}")
+    return v
+
+
+def check_probability(value: Any, name: str) -> float:
+    """Return ``value`` as a float in the open interval (0, 1)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number in (0, 1); got {value!r}") from None
+    if not (0.0 < v < 1.0):
+        raise ValueError(f"{name} must lie in the open interval (0, 1); got {value!r}")
+    return v
+
+
+def check_trials(trials: Any) -> int:
+    """Return ``trials`` as a positive int."""
+    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
+        raise ValueError(f"trials must be a positive integer; got {trials!r}")
+    return int(trials)
+
+
+def check_rng(rng: Any) -> np.random.Generator:
+    """Require an explicit ``numpy.random.Generator`` (SPEC 7); no global state."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"rng must be a numpy.random.Generator (use np.random.default_rng(seed)); got {type(rng).__name__}"
+        )
+    return rng
+
+
+def check_budget(budget: Any, kind: type | tuple[type, ...] = (ZCDP, ApproxDP)) -> Any:
+    """Require a budget object of the given kind(s)."""
+    if not isinstance(budget, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        names = " or ".join(k.__name__ for k in kinds)
+        raise TypeError(f"budget must be a {names} instance; got {budget!r}")
+    return budget
+
+
+def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    """Require ``value`` to be one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}; got {value!r}")
+    return value

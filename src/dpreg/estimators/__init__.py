@@ -1,0 +1,8 @@
+"""Estimators: one module per family, every estimator a plain function (DESIGN.md contract).
+
+Importing this package registers every estimator in :data:`ESTIMATORS`.
+"""
+
+from dpreg.estimators.registry import ESTIMATORS, get_estimator, register
+
+__all__ = ["ESTIMATORS", "get_estimator", "register"]

@@ -1,0 +1,1 @@
+"""dpreg.plotting."""

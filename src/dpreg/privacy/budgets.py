@@ -1,0 +1,92 @@
+"""Privacy budget types: rho-zCDP and (epsilon, delta)-DP.
+
+Both are frozen value objects; composition of budgets of one kind is addition
+(Bun & Steinke 2016, Lemma 2.3 for zCDP; basic composition for approximate DP).
+Conversions between the two live in :mod:`dpreg.privacy.conversions`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """A rho-zCDP guarantee (Bun & Steinke 2016).
+
+    Parameters
+    ----------
+    rho : float
+        Must be > 0 (``math.inf`` means no privacy, used for noiseless limits).
+    """
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        rho = float(self.rho)
+        if not (rho > 0) or math.isnan(rho):
+            raise ValueError(f"rho must be > 0 (got rho={self.rho!r}); rho=inf means no noise")
+        object.__setattr__(self, "rho", rho)
+
+    def __add__(self, other: ZCDP) -> ZCDP:
+        if not isinstance(other, ZCDP):
+            return NotImplemented
+        return ZCDP(self.rho + other.rho)
+
+    def split(self, *weights: float) -> tuple[ZCDP, ...]:
+        """Split rho proportionally to positive ``weights`` (sequential composition)."""
+        total = math.fsum(weights)
+        if not weights or any(w <= 0 for w in weights):
+            raise ValueError(f"weights must be positive (got {weights!r})")
+        return tuple(ZCDP(self.rho * w / total) for w in weights)
+
+    @property
+    def is_infinite(self) -> bool:
+        """True for rho = inf (no privacy; the noiseless limit)."""
+        return math.isinf(self.rho)
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """An (epsilon, delta)-DP guarantee (Dwork & Roth 2014, Def. 2.4).
+
+    Parameters
+    ----------
+    epsilon : float
+        Must be > 0 (``math.inf`` means no privacy).
+    delta : float
+        Must lie in the open interval (0, 1).
+    """
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        eps, delta = float(self.epsilon), float(self.delta)
+        if not (eps > 0) or math.isnan(eps):
+            raise ValueError(f"epsilon must be > 0 (got epsilon={self.epsilon!r})")
+        if not (0.0 < delta < 1.0):
+            raise ValueError(f"delta must lie in (0, 1) (got delta={self.delta!r})")
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "delta", delta)
+
+    def __add__(self, other: ApproxDP) -> ApproxDP:
+        if not isinstance(other, ApproxDP):
+            return NotImplemented
+        return ApproxDP(self.epsilon + other.epsilon, self.delta + other.delta)
+
+    def split(self, *weights: float) -> tuple[ApproxDP, ...]:
+        """Split epsilon and delta proportionally to ``weights`` (basic composition)."""
+        total = math.fsum(weights)
+        if not weights or any(w <= 0 for w in weights):
+            raise ValueError(f"weights must be positive (got {weights!r})")
+        return tuple(ApproxDP(self.epsilon * w / total, self.delta * w / total) for w in weights)
+
+    @property
+    def is_infinite(self) -> bool:
+        """True for epsilon = inf (no privacy; the noiseless limit)."""
+        return math.isinf(self.epsilon)
+
+
+Budget = ZCDP | ApproxDP
