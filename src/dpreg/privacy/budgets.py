@@ -46,6 +46,17 @@ class ZCDP:
         """True for rho = inf (no privacy; the noiseless limit)."""
         return math.isinf(self.rho)
 
+    def to_approx_dp(self, delta: float, method: str = "tight") -> ApproxDP:
+        """Convert to (epsilon, delta)-DP at ``delta``.
+
+        See :func:`dpreg.privacy.conversions.zcdp_to_approx_dp`: ``"tight"`` is
+        Canonne, Kamath & Steinke (2020), Cor. 13; ``"simple"`` is Bun & Steinke
+        (2016), Prop. 1.3.
+        """
+        from dpreg.privacy.conversions import zcdp_to_approx_dp
+
+        return zcdp_to_approx_dp(self, delta, method)
+
 
 @dataclass(frozen=True)
 class ApproxDP:
@@ -87,6 +98,16 @@ class ApproxDP:
     def is_infinite(self) -> bool:
         """True for epsilon = inf (no privacy; the noiseless limit)."""
         return math.isinf(self.epsilon)
+
+    def to_zcdp(self, method: str = "tight") -> ZCDP:
+        """Largest rho-zCDP budget that converts back to at most this (epsilon, delta).
+
+        See :func:`dpreg.privacy.conversions.approx_dp_to_zcdp` (Canonne, Kamath &
+        Steinke 2020, Cor. 13, or Bun & Steinke 2016, Prop. 1.3, inverted).
+        """
+        from dpreg.privacy.conversions import approx_dp_to_zcdp
+
+        return approx_dp_to_zcdp(self, method)
 
 
 Budget = ZCDP | ApproxDP

@@ -1,0 +1,83 @@
+"""Deterministic, atomic writers for workflow artifacts (the only file I/O of the library).
+
+Atomic: write to a temporary file in the destination folder, then ``os.replace``, so a
+killed job never leaves a half-written artifact. Deterministic: sorted JSON keys, fixed
+float formatting, no timestamps, so reruns are byte-identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp_path)`` then move the temporary file onto ``path``."""
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return dest
+
+
+def write_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write a DataFrame to parquet atomically (no index)."""
+    return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
+def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write a DataFrame to CSV atomically with 10 significant digits."""
+    return atomic_write(
+        path, lambda tmp: frame.to_csv(tmp, index=False, float_format="%.10g", lineterminator="\n")
+    )
+
+
+def write_markdown(frame: pd.DataFrame, path: str | os.PathLike[str], title: str = "") -> Path:
+    """Write a DataFrame as a GitHub markdown table (6 significant digits)."""
+
+    def _cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.6g}"
+        return str(value)
+
+    lines = [f"# {title}", ""] if title else []
+    lines.append("| " + " | ".join(map(str, frame.columns)) + " |")
+    lines.append("|" + "---|" * len(frame.columns))
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    text = "\n".join(lines) + "\n"
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_json(data: Any, path: str | os.PathLike[str]) -> Path:
+    """Write JSON atomically with sorted keys and a trailing newline."""
+    text = json.dumps(data, indent=2, sort_keys=True, allow_nan=True) + "\n"
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON file."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file, streamed."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,50 @@
+"""Figures of DP regression error against the privacy budget (from aggregated tables only)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+
+def plot_mse_vs_epsilon(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
+    """Train MSE against epsilon per dataset, mean with a 95% band, OLS as a dashed line.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Aggregated rows with columns ``dataset``, ``estimator``, ``epsilon``, ``mean``,
+        ``ci_low``, ``ci_high`` and ``mse_ols`` (as written by the tables stage).
+    title : str, optional
+        Figure title.
+    """
+    sns.set_theme(style="whitegrid", context="paper")
+    datasets = sorted(table["dataset"].unique())
+    grid = sns.FacetGrid(
+        table, col="dataset", col_order=datasets, hue="estimator", sharey=False, height=3.0
+    )
+
+    def _band(data: pd.DataFrame, color: str, label: str, **_: object) -> None:
+        data = data.sort_values("epsilon")
+        ax = plt.gca()
+        ax.plot(data["epsilon"], data["mean"], marker="o", color=color, label=label)
+        ax.fill_between(data["epsilon"], data["ci_low"], data["ci_high"], color=color, alpha=0.25)
+
+    grid.map_dataframe(_band)
+    for ax, name in zip(grid.axes.flat, datasets, strict=True):
+        ols = table.loc[table["dataset"] == name, "mse_ols"].iloc[0]
+        ax.axhline(ols, color="black", linestyle="--", linewidth=1, label="OLS (non-private)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(r"$\varepsilon$")
+        ax.set_ylabel("train MSE")
+    handles, labels = grid.axes.flat[0].get_legend_handles_labels()
+    grid.figure.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False)
+    grid.figure.subplots_adjust(top=0.8)
+    if title:
+        grid.figure.suptitle(title, y=1.02)
+    return grid.figure

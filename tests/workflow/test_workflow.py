@@ -1,0 +1,137 @@
+"""End-to-end: the smoke config runs, is complete, is idempotent and is reproducible."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+SNAKEMAKE = str(BIN / "snakemake")
+COPY = ["Snakefile", "workflow", "config", "data"]
+
+
+def _copy_repo(repo_root: Path, dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    for name in COPY:
+        src = repo_root / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [SNAKEMAKE, "--configfile", "config/smoke.yaml", *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def _deterministic_artifacts(workdir: Path) -> dict[str, bytes]:
+    results = workdir / "results"
+    paths = sorted(results.glob("tables/**/*")) + sorted(results.glob("references/*.json"))
+    paths.append(results / "MANIFEST.sha256")
+    return {str(p.relative_to(workdir)): p.read_bytes() for p in paths if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory, repo_root, data_mirror):
+    workdir = _copy_repo(repo_root, tmp_path_factory.mktemp("smoke") / "repo")
+    _snakemake(workdir, "--cores", "2")
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def smoke_config(repo_root):
+    return yaml.safe_load((repo_root / "config" / "smoke.yaml").read_text())
+
+
+def test_every_expected_artifact_is_present_and_well_formed(smoke_run, smoke_config):
+    results = smoke_run / "results"
+    for name in smoke_config["references"]["datasets"]:
+        ref = json.loads((results / "references" / f"{name}.json").read_text())
+        assert ref["dataset"] == name
+        assert len(ref["ols"]["params"]) == ref["d"]
+        assert all(se > 0 for se in ref["ols"]["std_errors"])
+    for study, spec in smoke_config["studies"].items():
+        paper = spec["paper"]
+        table = pd.read_csv(results / "tables" / paper / f"{study}.csv")
+        expected_rows = len(spec["datasets"]) * len(spec["estimators"]) * len(spec["epsilon"])
+        assert len(table) == expected_rows
+        assert (table["trials"] == spec["trials"]).all()
+        assert table[["mean", "se", "mse_ols", "rho", "delta"]].notna().all().all()
+        assert (table["mean"] >= table["mse_ols"] * (1 - 1e-9)).all()
+        trials = pd.read_parquet(results / "runs" / study / "all_trials.parquet")
+        assert len(trials) == expected_rows * spec["trials"]
+        for column in ("seed", "epsilon", "delta", "rho", "conversion", "budget_unit"):
+            assert trials[column].notna().all(), column
+        assert set(trials["conversion"]) == {smoke_config["conversion"]}
+        png = (results / "figures" / paper / f"{study}.png").read_bytes()
+        assert png.startswith(b"\x89PNG")
+        assert (results / "figures" / paper / f"{study}.pdf").read_bytes().startswith(b"%PDF")
+    manifest = (results / "MANIFEST.sha256").read_text().splitlines()
+    assert len(manifest) >= len(smoke_config["references"]["datasets"]) + 2
+
+
+def test_second_run_has_nothing_to_do(smoke_run):
+    proc = _snakemake(smoke_run, "--cores", "1", "--dry-run")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_report_builds(smoke_run):
+    _snakemake(smoke_run, "--report", "report.html")
+    html = (smoke_run / "report.html").read_text(errors="replace")
+    assert "<html" in html.lower()
+
+
+def test_rerun_from_scratch_is_byte_identical_with_other_cores(smoke_run, tmp_path, repo_root):
+    other = _copy_repo(repo_root, tmp_path / "again")
+    _snakemake(other, "--cores", "1")
+    first, second = _deterministic_artifacts(smoke_run), _deterministic_artifacts(other)
+    assert first.keys() == second.keys()
+    differing = [name for name in first if first[name] != second[name]]
+    assert not differing, f"artifacts differ between runs: {differing}"
+
+
+def test_bad_config_key_stops_with_a_message_naming_it(tmp_path, repo_root):
+    workdir = _copy_repo(repo_root, tmp_path / "bad")
+    config = yaml.safe_load((workdir / "config" / "smoke.yaml").read_text())
+    config["studies"]["adassp_uci"]["trails"] = 3
+    (workdir / "config" / "smoke.yaml").write_text(yaml.safe_dump(config))
+    proc = _snakemake(workdir, "--cores", "1", "--dry-run", check=False)
+    assert proc.returncode != 0
+    assert "trails" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda c: c["studies"]["adassp_uci"]["estimators"].update({"no_such": {}}), "no_such"),
+        (lambda c: c["studies"]["adassp_uci"]["datasets"].append("nowhere"), "nowhere"),
+        (lambda c: c["studies"]["adassp_uci"].update({"epsilon": [0.0]}), "epsilon"),
+    ],
+)
+def test_bad_config_values_stop_with_a_clear_message(tmp_path, repo_root, mutate, needle):
+    workdir = _copy_repo(repo_root, tmp_path / "bad")
+    config = yaml.safe_load((workdir / "config" / "smoke.yaml").read_text())
+    mutate(config)
+    (workdir / "config" / "smoke.yaml").write_text(yaml.safe_dump(config))
+    proc = _snakemake(workdir, "--cores", "1", "--dry-run", check=False)
+    assert proc.returncode != 0
+    assert needle in proc.stdout + proc.stderr

@@ -1,0 +1,18 @@
+# Stage "data": verified acquisition (mirror first, sha256 checked) and preprocessing.
+
+
+rule prepare_dataset:
+    output:
+        table="resources/data/{dataset}.parquet",
+        meta="resources/data/{dataset}.json",
+    params:
+        spec=dataset_spec,
+        mirror=data_mirror(),
+        allow_download=config["data"].get("allow_download", True),
+        download_dir="resources/downloads",
+    log:
+        "logs/data/{dataset}.log",
+    conda:
+        "../envs/dpreg.yaml"
+    script:
+        "../scripts/prepare_dataset.py"

@@ -1,0 +1,22 @@
+# Stage "figures": seaborn figures drawn from aggregated tables only.
+
+
+rule study_figure:
+    input:
+        table="results/tables/{paper}/{study}.csv",
+    output:
+        png=report(
+            "results/figures/{paper}/{study}.png",
+            caption="../report/study_figure.rst",
+            category="Figures",
+            labels={"paper": "{paper}", "study": "{study}"},
+        ),
+        pdf="results/figures/{paper}/{study}.pdf",
+    params:
+        study=study_params,
+    log:
+        "logs/figures/{paper}/{study}.log",
+    conda:
+        "../envs/dpreg.yaml"
+    script:
+        "../scripts/study_figure.py"

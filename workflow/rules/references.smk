@@ -1,0 +1,14 @@
+# Stage "references": non-private OLS and 2SLS (statsmodels) with standard errors.
+
+
+rule reference:
+    input:
+        table="resources/data/{dataset}.parquet",
+    output:
+        "results/references/{dataset}.json",
+    log:
+        "logs/references/{dataset}.log",
+    conda:
+        "../envs/dpreg.yaml"
+    script:
+        "../scripts/reference.py"

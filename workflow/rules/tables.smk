@@ -1,0 +1,24 @@
+# Stage "tables": aggregate the trials of a study into a tidy table (csv + markdown).
+
+
+rule study_table:
+    input:
+        chunks=study_chunks,
+        references=study_reference_paths,
+    output:
+        csv=report(
+            "results/tables/{paper}/{study}.csv",
+            caption="../report/study_table.rst",
+            category="Tables",
+            labels={"paper": "{paper}", "study": "{study}"},
+        ),
+        md="results/tables/{paper}/{study}.md",
+        trials="results/runs/{study}/all_trials.parquet",
+    params:
+        study=study_params,
+    log:
+        "logs/tables/{paper}/{study}.log",
+    conda:
+        "../envs/dpreg.yaml"
+    script:
+        "../scripts/study_table.py"
