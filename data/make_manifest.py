@@ -28,7 +28,10 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SUMS = REPO_ROOT.parent / "shared" / "data" / "mirror" / "SHA256SUMS"
-OUTPUTS = (REPO_ROOT / "data" / "manifest.yaml", REPO_ROOT / "src" / "dpreg" / "data" / "manifest.yaml")
+OUTPUTS = (
+    REPO_ROOT / "data" / "manifest.yaml",
+    REPO_ROOT / "src" / "dpreg" / "data" / "manifest.yaml",
+)
 
 UCI_REPO = "treforevans/uci_datasets"
 UCI_COMMIT = "f0737523712fe66a1640e4b980b927e8490b58eb"

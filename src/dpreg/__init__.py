@@ -5,7 +5,7 @@ Estimators are plain functions following one contract (see ``dpreg.estimators``)
 privacy budgets and accounting live in ``dpreg.privacy``.
 """
 
-from dpreg.privacy.budgets import ApproxDP, Budget, ZCDP
+from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget
 from dpreg.results import Fit
 
 __all__ = ["ApproxDP", "Budget", "Fit", "ZCDP", "__version__"]

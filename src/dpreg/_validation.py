@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dpreg.privacy.budgets import ApproxDP, ZCDP
+from dpreg.privacy.budgets import ZCDP, ApproxDP
 
 
 def check_matrix(X: Any, name: str = "X") -> np.ndarray:
@@ -48,13 +48,17 @@ def _check_finite(arr: np.ndarray, name: str) -> None:
         )
 
 
-def check_regression(X: Any, y: Any, *, require_full_rank: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def check_regression(
+    X: Any, y: Any, *, require_full_rank: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate a regression design: shapes, finite values, n >= d and (optionally) full rank."""
     X = check_matrix(X, "X")
     y = check_vector(y, X.shape[0], "y")
     n, d = X.shape
     if n < d:
-        raise ValueError(f"need at least as many rows as columns: X has n={n} rows and d={d} columns")
+        raise ValueError(
+            f"need at least as many rows as columns: X has n={n} rows and d={d} columns"
+        )
     if require_full_rank:
         rank = np.linalg.matrix_rank(X)
         if rank < d:
@@ -64,15 +68,17 @@ def check_regression(X: Any, y: Any, *, require_full_rank: bool = True) -> tuple
     return X, y
 
 
-def check_row_norm_bound(X: np.ndarray, bound: float, name: str = "X", bound_name: str = "bound_X") -> None:
+def check_row_norm_bound(
+    X: np.ndarray, bound: float, name: str = "X", bound_name: str = "bound_X"
+) -> None:
     """Require max_i ||x_i||_2 <= bound: the public bound must hold, never silently clipped."""
     check_positive(bound, bound_name)
     norms = np.linalg.norm(X, axis=1) if X.ndim == 2 else np.abs(X)
     worst = float(norms.max())
     if worst > bound * (1 + 1e-12):
         raise ValueError(
-            f"{name} violates its public bound: max row norm {worst:.6g} > {bound_name}={bound:.6g};"
-            f" rescale or clip {name} to the bound before fitting"
+            f"{name} violates its public bound: max row norm {worst:.6g}"
+            f" > {bound_name}={bound:.6g}; rescale or clip {name} to the bound before fitting"
         )
 
 
@@ -110,7 +116,8 @@ def check_rng(rng: Any) -> np.random.Generator:
     """Require an explicit ``numpy.random.Generator`` (SPEC 7); no global state."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
-            f"rng must be a numpy.random.Generator (use np.random.default_rng(seed)); got {type(rng).__name__}"
+            "rng must be a numpy.random.Generator (use np.random.default_rng(seed));"
+            f" got {type(rng).__name__}"
         )
     return rng
 

@@ -15,15 +15,16 @@ def test_job_seed_is_order_independent_and_stable_across_processes():
     a = job_seed(7, {"study": "s", "eps": "0.1", "chunk": "000"})
     b = job_seed(7, {"chunk": "000", "eps": "0.1", "study": "s"})
     assert a == b
-    code = "from dpreg.seeds import job_seed; print(job_seed(7, {'study': 's', 'eps': '0.1', 'chunk': '000'}))"
+    code = (
+        "from dpreg.seeds import job_seed;"
+        " print(job_seed(7, {'study': 's', 'eps': '0.1', 'chunk': '000'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(out.stdout) == a  # no salted hash(): a new interpreter gives the same seed
 
 
 def test_job_seed_differs_across_wildcards_and_master_seeds():
-    seeds = {
-        job_seed(m, {"study": "s", "chunk": f"{c:03d}"}) for m in range(3) for c in range(50)
-    }
+    seeds = {job_seed(m, {"study": "s", "chunk": f"{c:03d}"}) for m in range(3) for c in range(50)}
     assert len(seeds) == 150
 
 

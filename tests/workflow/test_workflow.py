@@ -45,7 +45,8 @@ def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.Comp
 
 def _deterministic_artifacts(workdir: Path) -> dict[str, bytes]:
     results = workdir / "results"
-    paths = sorted(results.glob("tables/**/*")) + sorted(results.glob("references/*.json"))
+    paths = sorted(results.glob("tables/**/*.csv")) + sorted(results.glob("tables/**/*.md"))
+    paths += sorted(results.glob("references/*.json"))
     paths.append(results / "MANIFEST.sha256")
     return {str(p.relative_to(workdir)): p.read_bytes() for p in paths if p.is_file()}
 
@@ -77,7 +78,7 @@ def test_every_expected_artifact_is_present_and_well_formed(smoke_run, smoke_con
         assert (table["trials"] == spec["trials"]).all()
         assert table[["mean", "se", "mse_ols", "rho", "delta"]].notna().all().all()
         assert (table["mean"] >= table["mse_ols"] * (1 - 1e-9)).all()
-        trials = pd.read_parquet(results / "runs" / study / "all_trials.parquet")
+        trials = pd.read_parquet(results / "tables" / paper / f"{study}.trials.parquet")
         assert len(trials) == expected_rows * spec["trials"]
         for column in ("seed", "epsilon", "delta", "rho", "conversion", "budget_unit"):
             assert trials[column].notna().all(), column
@@ -107,6 +108,11 @@ def test_rerun_from_scratch_is_byte_identical_with_other_cores(smoke_run, tmp_pa
     assert first.keys() == second.keys()
     differing = [name for name in first if first[name] != second[name]]
     assert not differing, f"artifacts differ between runs: {differing}"
+    # Per-trial rows are identical too, except the measured wall time.
+    for path in sorted((smoke_run / "results" / "tables").glob("**/*.trials.parquet")):
+        a = pd.read_parquet(path).drop(columns="wall_time_s")
+        b = pd.read_parquet(other / path.relative_to(smoke_run)).drop(columns="wall_time_s")
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
 def test_bad_config_key_stops_with_a_message_naming_it(tmp_path, repo_root):

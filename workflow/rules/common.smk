@@ -5,7 +5,6 @@ import os
 from dpreg.config import check_config_references, eps_label, study_cells
 from dpreg.seeds import job_seed
 
-
 check_config_references(config)
 
 
@@ -45,10 +44,7 @@ def reference_paths():
 
 def all_targets():
     return (
-        reference_paths()
-        + study_table_paths()
-        + study_figure_paths()
-        + ["results/MANIFEST.sha256"]
+        reference_paths() + study_table_paths() + study_figure_paths() + ["results/MANIFEST.sha256"]
     )
 
 

@@ -5,14 +5,14 @@ rule prepare_dataset:
     output:
         table="resources/data/{dataset}.parquet",
         meta="resources/data/{dataset}.json",
+    log:
+        "logs/data/{dataset}.log",
+    conda:
+        "../envs/dpreg.yaml"
     params:
         spec=dataset_spec,
         mirror=data_mirror(),
         allow_download=config["data"].get("allow_download", True),
         download_dir="resources/downloads",
-    log:
-        "logs/data/{dataset}.log",
-    conda:
-        "../envs/dpreg.yaml"
     script:
         "../scripts/prepare_dataset.py"

@@ -12,11 +12,11 @@ rule study_figure:
             labels={"paper": "{paper}", "study": "{study}"},
         ),
         pdf="results/figures/{paper}/{study}.pdf",
-    params:
-        study=study_params,
     log:
         "logs/figures/{paper}/{study}.log",
     conda:
         "../envs/dpreg.yaml"
+    params:
+        study=study_params,
     script:
         "../scripts/study_figure.py"

@@ -6,18 +6,18 @@ rule run_chunk:
         table="resources/data/{dataset}.parquet",
     output:
         "results/runs/{study}/dataset~{dataset}/estimator~{estimator}/eps~{eps}/chunk~{chunk}.parquet",
-    params:
-        cell=chunk_params,
-        seed=chunk_seed,
     log:
         "logs/runs/{study}/{dataset}/{estimator}/eps~{eps}/chunk~{chunk}.log",
     benchmark:
         "benchmarks/runs/{study}/{dataset}/{estimator}/eps~{eps}/chunk~{chunk}.tsv"
+    conda:
+        "../envs/dpreg.yaml"
     threads: 1
     resources:
         mem_mb=2000,
         runtime=30,
-    conda:
-        "../envs/dpreg.yaml"
+    params:
+        cell=chunk_params,
+        seed=chunk_seed,
     script:
         "../scripts/run_chunk.py"

@@ -13,12 +13,12 @@ rule study_table:
             labels={"paper": "{paper}", "study": "{study}"},
         ),
         md="results/tables/{paper}/{study}.md",
-        trials="results/runs/{study}/all_trials.parquet",
-    params:
-        study=study_params,
+        trials="results/tables/{paper}/{study}.trials.parquet",
     log:
         "logs/tables/{paper}/{study}.log",
     conda:
         "../envs/dpreg.yaml"
+    params:
+        study=study_params,
     script:
         "../scripts/study_table.py"

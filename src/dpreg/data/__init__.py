@@ -1,1 +1,76 @@
-"""dpreg.data."""
+"""Data: manifest, verified acquisition, loaders, preprocessing and synthetic DGPs.
+
+* :func:`load_manifest` / :class:`ManifestEntry` -- every external file with URL and sha256.
+* :func:`fetch` -- a verified local copy (mirror first, then download; atomic writes).
+* :class:`Dataset`, :func:`load_dataset` -- named loaders (UCI, Angrist-Evans).
+* :mod:`dpreg.data.preprocess` -- splits, z-scoring, bounds (data-derived or public).
+* :func:`make_dgp` -- seeded synthetic data-generating processes.
+"""
+
+from dpreg.data.acquire import (
+    MIRROR_ENV,
+    DataDownloadError,
+    DataIntegrityError,
+    DataUnavailableError,
+    fetch,
+    sha256_file,
+)
+from dpreg.data.angrist import load_angev98, load_angrist_fertility
+from dpreg.data.datasets import (
+    DATASET_LOADERS,
+    Dataset,
+    dataset_names,
+    load_dataset,
+    register_dataset,
+)
+from dpreg.data.manifest import MANIFEST_ENV, ManifestEntry, load_manifest
+from dpreg.data.preprocess import (
+    center,
+    preprocess_lev2026,
+    scale_by_data_derived_bounds,
+    scale_by_public_bounds,
+    split_by_mask,
+    zscore,
+)
+from dpreg.data.synthetic import (
+    IVLinearDGP,
+    LinearGaussianDGP,
+    SyntheticDGP,
+    dgp_names,
+    make_dgp,
+    register_dgp,
+)
+from dpreg.data.uci import UCI_NAMES, load_uci
+
+__all__ = [
+    "DATASET_LOADERS",
+    "MANIFEST_ENV",
+    "MIRROR_ENV",
+    "UCI_NAMES",
+    "DataDownloadError",
+    "DataIntegrityError",
+    "DataUnavailableError",
+    "Dataset",
+    "IVLinearDGP",
+    "LinearGaussianDGP",
+    "ManifestEntry",
+    "SyntheticDGP",
+    "center",
+    "dataset_names",
+    "dgp_names",
+    "fetch",
+    "load_angev98",
+    "load_angrist_fertility",
+    "load_dataset",
+    "load_manifest",
+    "load_uci",
+    "make_dgp",
+    "preprocess_lev2026",
+    "register_dataset",
+    "register_dgp",
+    "scale_by_data_derived_bounds",
+    "scale_by_public_bounds",
+    "sha256_file",
+    "split_by_mask",
+    "zscore",
+]

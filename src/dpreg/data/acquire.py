@@ -178,9 +178,10 @@ def fetch(
         )
 
     created = _make_parents(dest.parent)
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    tmp = Path(tmp_name)
+    tmp: Path | None = None
     try:
+        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+        tmp = Path(tmp_name)
         if source_file is not None:
             with os.fdopen(fd, "wb") as out, open(source_file, "rb") as src:
                 shutil.copyfileobj(src, out, _CHUNK)
@@ -201,7 +202,8 @@ def fetch(
             )
         os.replace(tmp, dest)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
         for d in reversed(created):
             try:
                 d.rmdir()
@@ -222,7 +224,8 @@ def _resolve_manifest(
     if isinstance(manifest, Mapping):
         return manifest
     raise TypeError(
-        f"manifest must be a mapping of ManifestEntry, a path or None; got {type(manifest).__name__}"
+        "manifest must be a mapping of ManifestEntry, a path or None; "
+        f"got {type(manifest).__name__}"
     )
 
 

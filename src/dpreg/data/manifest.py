@@ -150,7 +150,8 @@ def parse_manifest(raw: Any, *, origin: str = "<manifest>") -> dict[str, Manifes
     for name, info in sources.items():
         if not isinstance(info, dict) or set(info) - _SOURCE_KEYS:
             raise ValueError(
-                f"{origin}: source {name!r} must be a mapping with keys among {sorted(_SOURCE_KEYS)}"
+                f"{origin}: source {name!r} must be a mapping with keys among "
+                f"{sorted(_SOURCE_KEYS)}"
             )
     entries = raw.get("entries")
     if not isinstance(entries, dict) or not entries:
@@ -178,9 +179,7 @@ def _parse_entry(eid: Any, body: Any, sources: set[str], origin: str) -> Manifes
         raise ValueError(f"{where}: missing keys {sorted(missing)}")
     sha = body["sha256"]
     if sha is not None and (not isinstance(sha, str) or not _SHA_RE.fullmatch(sha)):
-        raise ValueError(
-            f"{where}: sha256 must be 64 lower-case hex digits or null; got {sha!r}"
-        )
+        raise ValueError(f"{where}: sha256 must be 64 lower-case hex digits or null; got {sha!r}")
     for key in ("path", "url", "licence", "citation", "source"):
         if not isinstance(body[key], str) or not body[key].strip():
             raise ValueError(f"{where}: {key!r} must be a non-empty string; got {body[key]!r}")

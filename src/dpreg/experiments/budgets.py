@@ -6,7 +6,7 @@ specified in and the conversion that links them, so no number is ambiguous.
 
 from __future__ import annotations
 
-from dpreg.privacy.budgets import ApproxDP, ZCDP
+from dpreg.privacy.budgets import ZCDP, ApproxDP
 from dpreg.privacy.conversions import eps_to_zcdp, zcdp_to_eps
 
 

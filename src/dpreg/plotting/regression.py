@@ -43,8 +43,14 @@ def plot_mse_vs_epsilon(table: pd.DataFrame, *, title: str | None = None) -> plt
         ax.set_xlabel(r"$\varepsilon$")
         ax.set_ylabel("train MSE")
     handles, labels = grid.axes.flat[0].get_legend_handles_labels()
-    grid.figure.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False)
-    grid.figure.subplots_adjust(top=0.8)
+    grid.figure.legend(
+        handles,
+        labels,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=len(labels),
+        frameon=False,
+    )
     if title:
-        grid.figure.suptitle(title, y=1.02)
+        grid.figure.suptitle(title, y=1.03)
     return grid.figure

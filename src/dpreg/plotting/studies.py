@@ -16,7 +16,9 @@ def draw_study_figure(table: pd.DataFrame, *, title: str | None = None) -> plt.F
     return plot_mse_vs_epsilon(table, title=title)
 
 
-def save_figure(figure: plt.Figure, png: str | os.PathLike[str], pdf: str | os.PathLike[str]) -> None:
+def save_figure(
+    figure: plt.Figure, png: str | os.PathLike[str], pdf: str | os.PathLike[str]
+) -> None:
     """Save PNG and PDF without timestamps, so reruns are byte-identical."""
     atomic_write(
         png,

@@ -102,6 +102,9 @@ class ApproxDP:
     def to_zcdp(self, method: str = "tight") -> ZCDP:
         """Largest rho-zCDP budget that converts back to at most this (epsilon, delta).
 
+        A calibration target (a rho-zCDP mechanism with this rho is (epsilon, delta)-DP),
+        not an implication: (epsilon, delta)-DP does not imply zCDP.
+
         See :func:`dpreg.privacy.conversions.approx_dp_to_zcdp` (Canonne, Kamath &
         Steinke 2020, Cor. 13, or Bun & Steinke 2016, Prop. 1.3, inverted).
         """

@@ -138,7 +138,10 @@ def zcdp_to_eps(rho: float, delta: float, method: str = DEFAULT_CONVERSION) -> f
 def eps_to_zcdp(epsilon: float, delta: float, method: str = DEFAULT_CONVERSION) -> float:
     """Largest rho whose rho-zCDP guarantee converts to at most ``epsilon`` at ``delta``.
 
-    The inverse of :func:`zcdp_to_eps` (which is strictly increasing in rho).
+    The inverse of :func:`zcdp_to_eps` (which is strictly increasing in rho). Use it
+    to calibrate a zCDP mechanism to an (epsilon, delta) target: a rho-zCDP mechanism
+    with this rho is (epsilon, delta)-DP. It is not an implication the other way:
+    (epsilon, delta)-DP does not imply rho-zCDP.
 
     Parameters
     ----------
@@ -226,6 +229,9 @@ def zcdp_to_approx_dp(budget: ZCDP, delta: float, method: str = DEFAULT_CONVERSI
 
 def approx_dp_to_zcdp(budget: ApproxDP, method: str = DEFAULT_CONVERSION) -> ZCDP:
     """Largest zCDP budget that converts back to at most ``budget`` (same delta).
+
+    A calibration target, not an implication: a rho-zCDP mechanism with the returned
+    rho is ``budget``-DP, but an arbitrary ``budget``-DP mechanism need not be zCDP.
 
     Parameters
     ----------

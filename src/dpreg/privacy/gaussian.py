@@ -230,7 +230,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     start = math.log(math.sqrt(2.0 * math.log(1.25 / delta)) * sensitivity / epsilon)
     lo, hi = _expand_bracket(excess, start - 2.0, start + 0.5)
     root = optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=1e-15)
-    while excess(root) > 0.0:
+    # Certify the returned value itself (exp/log rounding included).
+    while math.exp(_log_gaussian_delta(math.exp(root), epsilon, sensitivity)) > delta:
         root += 1e-14 * max(1.0, abs(root))
     return math.exp(root)
 

@@ -16,7 +16,6 @@ long as ``sensitivity`` is the L2 sensitivity under that relation.
 from __future__ import annotations
 
 import numbers
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,10 +34,18 @@ __all__ = [
 ]
 
 DEFAULT_ORDERS: np.ndarray = np.unique(
-    np.concatenate([1.0 + np.logspace(-2, 4, 1201), np.arange(2.0, 257.0)])
+    np.concatenate(
+        [
+            1.0 + np.logspace(-2, 4, 1201),
+            1.0 + np.arange(1, 100) / 10.0,
+            np.arange(2.0, 257.0),
+            [512.0, 1024.0],
+        ]
+    )
 )
-"""Dense RDP order grid: ``1 + logspace(-2, 4, 1201)`` (200 points a decade) plus
-the integers 2..256. dp-accounting ignores orders <= 1.01 in its conversion."""
+"""Dense RDP order grid: ``1 + logspace(-2, 4, 1201)`` (200 points a decade, up to
+order 10001) plus the integers 2..256 and all of dp-accounting's own default orders
+(so it is never worse than those). dp-accounting ignores orders <= 1.01."""
 
 
 def _check_count(count: object) -> int:

@@ -1,0 +1,393 @@
+"""Non-private references: OLS and two-stage least squares (2SLS).
+
+* :func:`ols_reference` -- statsmodels OLS with classical and HC1 standard errors;
+* :func:`two_sls_reference` -- statsmodels' ``IV2SLS`` with homoskedastic and HC1
+  standard errors and the first-stage coefficients;
+* :func:`two_sls_closed_form` -- the 2SLS estimator from one QR factorisation;
+* :func:`fit_ols` -- OLS under the estimator contract (registry name ``"ols"``), the
+  noiseless baseline of every DP regression study.
+
+Naming follows DESIGN.md: ``y`` is the outcome, ``X`` the regressors (endogenous in
+2SLS), ``Z`` the excluded instruments and ``W`` the exogenous controls; statsmodels'
+``endog``/``exog`` appear only at the call into statsmodels.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import statsmodels.api as sm
+from scipy.linalg import solve_triangular
+from statsmodels.sandbox.regression.gmm import IV2SLS
+from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
+from dpreg._validation import check_matrix, check_regression, check_trials, check_vector
+from dpreg.estimators.registry import register
+from dpreg.results import Fit
+
+__all__ = [
+    "OLSReference",
+    "TwoSLSReference",
+    "fit_ols",
+    "ols_reference",
+    "two_sls_closed_form",
+    "two_sls_reference",
+]
+
+
+def _jsonable(value: Any) -> Any:
+    """Convert arrays and numpy scalars to lists/floats; non-finite floats to None."""
+    if isinstance(value, np.ndarray):
+        return [_jsonable(v) for v in value.tolist()]
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    return value
+
+
+@dataclass(frozen=True)
+class OLSReference:
+    r"""Non-private OLS fit of ``y`` on ``X`` (no intercept added).
+
+    Attributes
+    ----------
+    params : ndarray, shape (d,)
+        :math:`\hat\theta = X^+ y`, the minimum-norm least-squares solution (the
+        unique OLS solution when ``rank == d``).
+    std_errors : ndarray, shape (d,)
+        Classical standard errors, square roots of the diagonal of
+        :math:`\hat\sigma^2 (X^\top X)^{+}`.
+    std_errors_hc1 : ndarray, shape (d,)
+        Heteroskedasticity-robust HC1 standard errors (White's sandwich times
+        :math:`n/(n-\mathrm{rank})`).
+    residual_variance : float
+        :math:`\hat\sigma^2 = \mathrm{SSR}/(n - \mathrm{rank})`.
+    ssr : float
+        Sum of squared residuals :math:`L(\hat\theta) = \|y - X\hat\theta\|^2`.
+    n : int
+        Number of rows.
+    d : int
+        Number of columns.
+    rank : int
+        Numerical rank of ``X``. When ``rank < d`` the parameters are not identified;
+        ``params`` is the minimum-norm solution and its standard errors are those of
+        that estimator (statsmodels' pseudo-inverse convention).
+    """
+
+    params: np.ndarray
+    std_errors: np.ndarray
+    std_errors_hc1: np.ndarray
+    residual_variance: float
+    ssr: float
+    n: int
+    d: int
+    rank: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-able dict (arrays as lists, non-finite numbers as ``None``)."""
+        return {key: _jsonable(value) for key, value in asdict(self).items()}
+
+
+def ols_reference(X: Any, y: Any) -> OLSReference:
+    r"""Non-private OLS of ``y`` on ``X`` with statsmodels (the reference of every study).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Regressors; include a column of ones yourself if you want an intercept (Lev et
+        al. 2026, §5, fit without one). Rank deficiency is allowed (minimum-norm
+        solution, as Lev et al.'s experiments use).
+    y : array_like, shape (n,)
+        Outcome.
+
+    Returns
+    -------
+    OLSReference
+
+    Raises
+    ------
+    ValueError
+        On bad shapes, NaN/inf, ``n < d`` or ``n == rank`` (no residual degrees of
+        freedom for the standard errors).
+
+    Notes
+    -----
+    :math:`\hat\theta = \arg\min_\theta \|y - X\theta\|_2^2` (Lev et al. 2026, §1,
+    the :math:`\theta^*` every DP estimator is compared with).
+    """
+    X, y = check_regression(X, y, require_full_rank=False)
+    n, d = X.shape
+    with warnings.catch_warnings():
+        # rank deficiency is allowed and reported in ``rank``; no need to warn
+        warnings.simplefilter("ignore", SingularMatrixWarning)
+        result = sm.OLS(y, X).fit()
+    rank = int(result.model.rank)
+    if n <= rank:
+        raise ValueError(
+            f"need more rows than the rank of X for standard errors: n={n}, rank={rank}"
+        )
+    return OLSReference(
+        params=np.asarray(result.params, dtype=np.float64),
+        std_errors=np.asarray(result.bse, dtype=np.float64),
+        std_errors_hc1=np.asarray(result.HC1_se, dtype=np.float64),
+        residual_variance=float(result.scale),
+        ssr=float(result.ssr),
+        n=n,
+        d=d,
+        rank=rank,
+    )
+
+
+@dataclass(frozen=True)
+class TwoSLSReference:
+    r"""Non-private 2SLS fit of ``y`` on ``[X, W]`` with instruments ``[Z, W]``.
+
+    Attributes
+    ----------
+    params : ndarray, shape (p + r,)
+        Coefficients on the endogenous regressors ``X`` (first ``p``) then on the
+        controls ``W`` (last ``r``).
+    std_errors : ndarray, shape (p + r,)
+        Homoskedastic standard errors as statsmodels' ``IV2SLS`` reports them:
+        :math:`\hat\sigma^2 = \mathrm{SSR}/(n - p - r)` with residuals
+        :math:`y - [X, W]\hat\beta` (Stata's ``small`` convention).
+    std_errors_robust : ndarray, shape (p + r,)
+        HC1 heteroskedasticity-robust standard errors,
+        :math:`\frac{n}{n-p-r}(\hat D^\top\hat D)^{-1}\hat D^\top
+        \mathrm{diag}(\hat u^2)\hat D(\hat D^\top\hat D)^{-1}` with
+        :math:`\hat D = P_{[Z,W]}[X, W]`.
+    first_stage : ndarray, shape (q + r, p)
+        First-stage coefficients: column ``j`` regresses ``X[:, j]`` on ``[Z, W]``
+        (the ``q`` instrument coefficients first).
+    residual_variance : float
+        :math:`\hat\sigma^2 = \mathrm{SSR}/(n - p - r)`.
+    n : int
+        Number of rows.
+    n_endogenous : int
+        ``p``, the number of columns of ``X``.
+    n_instruments : int
+        ``q``, the number of excluded instruments (columns of ``Z``).
+    n_controls : int
+        ``r``, the number of exogenous controls (columns of ``W``; 0 if none).
+    """
+
+    params: np.ndarray
+    std_errors: np.ndarray
+    std_errors_robust: np.ndarray
+    first_stage: np.ndarray
+    residual_variance: float
+    n: int
+    n_endogenous: int
+    n_instruments: int
+    n_controls: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-able dict (arrays as lists, non-finite numbers as ``None``)."""
+        return {key: _jsonable(value) for key, value in asdict(self).items()}
+
+
+def _as_columns(arr: Any, name: str, n: int | None) -> np.ndarray:
+    """Validate a matrix of columns; a 1-D array is one column."""
+    a = np.asarray(arr, dtype=np.float64)
+    if a.ndim == 1:
+        a = a[:, None]
+    a = check_matrix(a, name)
+    if n is not None and a.shape[0] != n:
+        raise ValueError(f"{name} has {a.shape[0]} rows but y has {n}; they must match")
+    return a
+
+
+def _check_iv(
+    y: Any, X: Any, Z: Any, W: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Validate an IV design; return ``y, regressors [X, W], instruments [Z, W], X``."""
+    y_arr = np.asarray(y, dtype=np.float64)
+    if y_arr.ndim == 2 and y_arr.shape[1] == 1:
+        y_arr = y_arr[:, 0]
+    if y_arr.ndim != 1:
+        raise ValueError(f"y must be a 1-D array of length n; got shape {y_arr.shape}")
+    n = y_arr.shape[0]
+    y_arr = check_vector(y_arr, n, "y")
+    X_arr = _as_columns(X, "X", n)
+    Z_arr = _as_columns(Z, "Z", n)
+    W_arr = np.empty((n, 0)) if W is None else _as_columns(W, "W", n)
+    p, q, r = X_arr.shape[1], Z_arr.shape[1], W_arr.shape[1]
+    if q < p:
+        raise ValueError(
+            f"under-identified: Z has q={q} excluded instruments but X has p={p} endogenous"
+            " regressors; 2SLS needs q >= p"
+        )
+    regressors = np.hstack([X_arr, W_arr])
+    instruments = np.hstack([Z_arr, W_arr])
+    k, m = p + r, q + r
+    if n <= k:
+        raise ValueError(f"need more rows than regressors: n={n}, p + r={k}")
+    rank_inst = np.linalg.matrix_rank(instruments)
+    if rank_inst < m:
+        raise ValueError(
+            f"instruments [Z, W] are rank deficient (rank {rank_inst} < q + r={m});"
+            " drop collinear instruments or controls"
+        )
+    # Rank condition: the projection of [X, W] on the instrument space has full rank.
+    Q, _ = np.linalg.qr(instruments)
+    rank_proj = np.linalg.matrix_rank(Q.T @ regressors)
+    if rank_proj < k:
+        raise ValueError(
+            f"2SLS rank condition fails: the projection of [X, W] on [Z, W] has rank"
+            f" {rank_proj} < p + r={k} (weak/irrelevant instruments or collinear regressors)"
+        )
+    return y_arr, regressors, instruments, X_arr
+
+
+def two_sls_closed_form(y: Any, X: Any, Z: Any, W: Any | None = None) -> np.ndarray:
+    r"""2SLS coefficients :math:`(D^\top P D)^{-1} D^\top P y` from one QR factorisation.
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+        Outcome.
+    X : array_like, shape (n, p) or (n,)
+        Endogenous regressors.
+    Z : array_like, shape (n, q) or (n,)
+        Excluded instruments, ``q >= p``.
+    W : array_like, shape (n, r), optional
+        Exogenous controls, included in both stages (e.g. a column of ones).
+
+    Returns
+    -------
+    ndarray, shape (p + r,)
+        Coefficients on ``[X, W]``.
+
+    Notes
+    -----
+    With :math:`D = [X, W]`, :math:`M = [Z, W] = QR` (thin QR) and :math:`P = QQ^\top`
+    the projection on the instrument space, :math:`D^\top P D = (Q^\top D)^\top
+    (Q^\top D)` and :math:`D^\top P y = (Q^\top D)^\top Q^\top y`, so
+    :math:`\hat\beta` is the least-squares solution of :math:`(Q^\top D)\beta
+    \approx Q^\top y` -- computed with ``lstsq``, no explicit inverse. This is the
+    2SLS estimator of Liang et al. (2025), eq. (2), and Wooldridge (2010), §5.2.
+    """
+    y_arr, D, M, _ = _check_iv(y, X, Z, W)
+    Q, _ = np.linalg.qr(M)
+    return np.linalg.lstsq(Q.T @ D, Q.T @ y_arr, rcond=None)[0]
+
+
+def two_sls_reference(y: Any, X: Any, Z: Any, W: Any | None = None) -> TwoSLSReference:
+    r"""Non-private 2SLS with statsmodels' ``IV2SLS`` (reference for the IV studies).
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+        Outcome.
+    X : array_like, shape (n, p) or (n,)
+        Endogenous regressors.
+    Z : array_like, shape (n, q) or (n,)
+        Excluded instruments; ``q >= p`` (just- or over-identified).
+    W : array_like, shape (n, r), optional
+        Exogenous controls included in both stages (add a column of ones here for an
+        intercept; none is added).
+
+    Returns
+    -------
+    TwoSLSReference
+
+    Raises
+    ------
+    ValueError
+        On NaN/inf, shape mismatch, under-identification (``q < p``), rank-deficient
+        instruments, failure of the rank condition, or ``n <= p + r``.
+
+    Notes
+    -----
+    statsmodels instruments every regressor, so the call is
+    ``IV2SLS(y, [X, W], [Z, W])``. Its homoskedastic covariance uses
+    :math:`\hat\sigma^2 = \mathrm{SSR}/(n-p-r)`; the unadjusted covariance of
+    linearmodels (``debiased=False``) divides by :math:`n` instead, a factor
+    :math:`n/(n-p-r)` in variance.
+    """
+    y_arr, D, M, X_arr = _check_iv(y, X, Z, W)
+    n, p = X_arr.shape
+    k = D.shape[1]
+    result = IV2SLS(y_arr, D, instrument=M).fit()
+    params = np.asarray(result.params, dtype=np.float64)
+    first_stage = np.asarray(result.model.xhatparams, dtype=np.float64)[:, :p]
+
+    # HC1 sandwich on the projected regressors (statsmodels' HC* for IV2SLS would use
+    # the pseudo-inverse of the unprojected regressors, which is wrong for IV).
+    Q, _ = np.linalg.qr(M)
+    Q_hat, R = np.linalg.qr(Q @ (Q.T @ D))  # D_hat = P_M D = Q_hat R
+    resid = y_arr - D @ params
+    # (D_hat'D_hat)^{-1} D_hat' diag(u) = R^{-1} Q_hat' diag(u): one triangular solve.
+    B = solve_triangular(R, (Q_hat * resid[:, None]).T, lower=False)
+    cov_hc0 = B @ B.T
+    cov_hc1 = cov_hc0 * n / (n - k)
+    return TwoSLSReference(
+        params=params,
+        std_errors=np.asarray(result.bse, dtype=np.float64),
+        std_errors_robust=np.sqrt(np.diag(cov_hc1)),
+        first_stage=first_stage,
+        residual_variance=float(result.scale),
+        n=n,
+        n_endogenous=p,
+        n_instruments=M.shape[1] - (k - p),
+        n_controls=k - p,
+    )
+
+
+@register("ols")
+def fit_ols(
+    X: Any,
+    y: Any,
+    *,
+    rng: np.random.Generator | None = None,
+    trials: int = 1,
+    budget: Any = None,
+    bound_X: float | None = None,
+    bound_y: float | None = None,
+) -> Fit:
+    r"""Non-private OLS under the estimator contract (the noiseless baseline).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Regressors (no intercept added); rank deficiency gives the minimum-norm solution.
+    y : array_like, shape (n,)
+        Outcome.
+    rng : numpy.random.Generator, optional
+        Unused (deterministic); accepted for the uniform estimator signature.
+    trials : int, default 1
+        Number of rows of ``theta``; every row is the same OLS solution.
+    budget : Budget, optional
+        Unused; OLS spends no privacy and ``budget_spent`` is ``None``.
+    bound_X, bound_y : float, optional
+        Unused; accepted so that a study can call every estimator with the same
+        keywords.
+
+    Returns
+    -------
+    Fit
+        ``theta`` of shape (trials, d), ``budget_spent=None``, ``estimator="ols"``,
+        diagnostics ``rank``.
+
+    Notes
+    -----
+    :math:`\hat\theta = X^+ y` via ``numpy.linalg.lstsq`` (Lev et al. 2026, §1 and
+    §5: the experiments' non-private baseline is the minimum-norm solution).
+    """
+    X, y = check_regression(X, y, require_full_rank=False)
+    trials = check_trials(trials)
+    theta, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)
+    return Fit(
+        theta=np.repeat(theta[None, :], trials, axis=0),
+        budget_spent=None,
+        estimator="ols",
+        diagnostics={"rank": int(rank)},
+    )

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpreg.data import (
+    IVLinearDGP,
+    LinearGaussianDGP,
+    SyntheticDGP,
+    dgp_names,
+    make_dgp,
+    register_dgp,
+)
+
+SPECS = {
+    "linear_gaussian": {"d": 4, "sigma": 0.5, "covariance": "anisotropic"},
+    "iv_linear": {"p": 2, "q": 3, "r": 2},
+}
+
+
+def _draw(name, seed, n=200):
+    rng = np.random.default_rng(seed)
+    dgp = make_dgp(name, rng=rng, **SPECS[name])
+    return dgp, dgp.sample(n, rng=rng)
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_same_seed_same_data_other_seed_different(name):
+    (_, a), (_, b), (_, c) = _draw(name, 7), _draw(name, 7), _draw(name, 8)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.y, b.y)
+    assert not np.allclose(a.X, c.X)
+    if a.Z is not None:
+        np.testing.assert_array_equal(a.Z, b.Z)
+    meta = json.loads(json.dumps(a.metadata()))
+    assert meta["preprocessing"][0]["dgp"] == name
+    assert meta["sources"] == [{"id": f"synthetic:{name}", "sha256": None}]
+
+
+def test_registry():
+    assert {"linear_gaussian", "iv_linear"} <= set(dgp_names())
+    with pytest.raises(ValueError, match=r"unknown DGP 'nope'; known DGPs: .*iv_linear"):
+        make_dgp("nope", rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="already registered"):
+        register_dgp(IVLinearDGP)
+    with pytest.raises(TypeError, match="SyntheticDGP"):
+        register_dgp(dict)
+    assert issubclass(LinearGaussianDGP, SyntheticDGP)
+
+
+def test_linear_gaussian_model():
+    rng = np.random.default_rng(1)
+    dgp = LinearGaussianDGP.draw(rng=rng, d=3, sigma=0.0, theta_norm=2.0)
+    assert np.isclose(np.linalg.norm(dgp.theta), 2.0) and dgp.cov is None
+    ds = dgp.sample(50, rng=rng)
+    np.testing.assert_allclose(ds.y, ds.X @ dgp.theta)  # sigma = 0: exact
+    aniso = LinearGaussianDGP.draw(rng=rng, d=5, covariance="anisotropic", condition_number=100)
+    ev = np.linalg.eigvalsh(aniso.cov)
+    assert np.isclose(ev.max() / ev.min(), 100.0)
+    big = aniso.sample(20000, rng=rng)
+    np.testing.assert_allclose(np.cov(big.X.T), aniso.cov, atol=0.05)
+
+
+def test_iv_linear_matches_liang2025_dgp():
+    rng = np.random.default_rng(3)
+    dgp = make_dgp("iv_linear", rng=rng, p=2, q=3, r=2)
+    assert dgp.Theta.shape == (3, 2) and dgp.Phi.shape == (2, 2)
+    assert np.all(np.abs(np.diag(dgp.Theta) - 5.0) < 5.0)  # 5 I + N(0, 1)
+    ds = dgp.sample(20000, rng=rng)
+    X, Z, y = ds.X, ds.Z, ds.y
+    # 2SLS recovers beta; OLS is biased by the confounder.
+    Xhat = Z @ np.linalg.lstsq(Z, X, rcond=None)[0]
+    beta_2sls = np.linalg.solve(Xhat.T @ X, Xhat.T @ y)
+    np.testing.assert_allclose(beta_2sls, dgp.beta, atol=0.05)
+    beta_ols = np.linalg.lstsq(X, y, rcond=None)[0]
+    assert np.abs(beta_ols - dgp.beta).max() > 0.02
+    truth = dgp.truth()
+    assert set(truth) == {"beta", "Theta", "Phi", "phi"}
+
+
+@pytest.mark.parametrize(
+    ("call", "exc", "match"),
+    [
+        (lambda r: make_dgp("iv_linear", rng=r, p=3, q=2, r=1), ValueError, "q >= p"),
+        (lambda r: make_dgp("iv_linear", rng=None, p=1, q=1, r=1), TypeError, "Generator"),
+        (lambda r: make_dgp("linear_gaussian", rng=r, d=0), ValueError, "d must be"),
+        (
+            lambda r: make_dgp("linear_gaussian", rng=r, d=2, covariance="x"),
+            ValueError,
+            "covariance",
+        ),
+        (lambda r: make_dgp("linear_gaussian", rng=r, d=2).sample(0, rng=r), ValueError, "n must"),
+        (
+            lambda r: make_dgp("linear_gaussian", rng=r, d=2).sample(5, rng=1),
+            TypeError,
+            "Generator",
+        ),
+        (
+            lambda r: LinearGaussianDGP(theta=[1.0, 2.0], cov=-np.eye(2)),
+            ValueError,
+            "positive definite",
+        ),
+        (lambda r: LinearGaussianDGP(theta=[1.0], sigma=-1), ValueError, "sigma"),
+        (
+            lambda r: IVLinearDGP(beta=[1.0], Theta=[[1.0]], Phi=[[1.0]], phi=[1.0, 2.0]),
+            ValueError,
+            "phi must have shape",
+        ),
+    ],
+)
+def test_bad_inputs(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call(np.random.default_rng(0))

@@ -1,0 +1,222 @@
+"""Non-private references: statsmodels OLS / IV2SLS against closed forms and linearmodels."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from linearmodels.iv import IV2SLS as LinearModelsIV2SLS
+
+from dpreg.estimators import get_estimator
+from dpreg.estimators.ols import (
+    OLSReference,
+    TwoSLSReference,
+    fit_ols,
+    ols_reference,
+    two_sls_closed_form,
+    two_sls_reference,
+)
+from dpreg.privacy.budgets import ApproxDP
+
+# ---------------------------------------------------------------------------- data
+
+
+def _ols_data(seed: int = 0, n: int = 300, d: int = 4):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n), rng.normal(size=(n, d - 1))])
+    theta = rng.normal(size=d)
+    # heteroskedastic errors, so classical and HC1 standard errors differ
+    y = X @ theta + (0.5 + np.abs(X[:, 1])) * rng.normal(size=n)
+    return X, y
+
+
+def _iv_data(seed: int, n: int, p: int, q: int, with_controls: bool = True):
+    """Simulated IV design: X endogenous through u, Z relevant, W = [1, w] exogenous."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, q))
+    W = np.column_stack([np.ones(n), rng.normal(size=n)]) if with_controls else None
+    u = rng.normal(size=n)
+    Pi = rng.normal(size=(q, p)) + 0.5
+    X = Z @ Pi + 0.8 * u[:, None] + rng.normal(size=(n, p))
+    if W is not None:
+        X = X + 0.3 * W[:, [1]]
+    beta = np.linspace(1.0, -1.0, p)
+    y = X @ beta + u * (1.0 + 0.5 * np.abs(Z[:, 0]))
+    if W is not None:
+        y = y + W @ np.array([0.5, -0.25])
+    return y, X, Z, W
+
+
+# ---------------------------------------------------------------------------- OLS
+
+
+def test_ols_reference_matches_lstsq_and_closed_form_standard_errors():
+    X, y = _ols_data()
+    n, d = X.shape
+    ref = ols_reference(X, y)
+    assert isinstance(ref, OLSReference)
+    theta = np.linalg.lstsq(X, y, rcond=None)[0]
+    np.testing.assert_allclose(ref.params, theta, rtol=0, atol=1e-10)
+
+    # independent closed form: sigma^2 (X'X)^{-1} with sigma^2 = SSR / (n - d)
+    resid = y - X @ theta
+    s2 = resid @ resid / (n - d)
+    xtx_inv = np.linalg.inv(X.T @ X)  # well conditioned here (cond < 10)
+    np.testing.assert_allclose(ref.std_errors, np.sqrt(s2 * np.diag(xtx_inv)), rtol=1e-10)
+    np.testing.assert_allclose(ref.residual_variance, s2, rtol=1e-12)
+    np.testing.assert_allclose(ref.ssr, resid @ resid, rtol=1e-12)
+    # HC1: n/(n-d) (X'X)^{-1} X' diag(e^2) X (X'X)^{-1}
+    meat = (X * resid[:, None] ** 2).T @ X
+    hc1 = n / (n - d) * xtx_inv @ meat @ xtx_inv
+    np.testing.assert_allclose(ref.std_errors_hc1, np.sqrt(np.diag(hc1)), rtol=1e-10)
+    assert not np.allclose(ref.std_errors, ref.std_errors_hc1, rtol=1e-2)
+    assert (ref.n, ref.d, ref.rank) == (n, d, d)
+
+
+def test_ols_reference_to_dict_is_json_able():
+    X, y = _ols_data()
+    ref = ols_reference(X, y)
+    out = json.loads(json.dumps(ref.to_dict()))
+    assert set(out) == {
+        "params",
+        "std_errors",
+        "std_errors_hc1",
+        "residual_variance",
+        "ssr",
+        "n",
+        "d",
+        "rank",
+    }
+    np.testing.assert_allclose(out["params"], ref.params, rtol=1e-15)
+    assert out["rank"] == 4 and isinstance(out["n"], int)
+
+
+def test_ols_reference_rank_deficient_gives_minimum_norm_solution():
+    X, y = _ols_data()
+    X = np.column_stack([X, X[:, 1]])  # duplicate column: rank d - 1
+    ref = ols_reference(X, y)
+    assert ref.rank == X.shape[1] - 1
+    np.testing.assert_allclose(ref.params, np.linalg.lstsq(X, y, rcond=None)[0], atol=1e-10)
+    assert ref.params[1] == pytest.approx(ref.params[-1], abs=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "match"),
+    [
+        (np.array([[1.0, np.nan], [2.0, 3.0], [4.0, 1.0]]), np.ones(3), "X contains NaN"),
+        (np.eye(3), np.array([1.0, np.inf, 0.0]), "y contains NaN or infinite"),
+        (np.eye(3), np.ones(4), "y has 4 rows but X has 3"),
+        (np.ones(3), np.ones(3), "X must be a 2-D array"),
+        (np.ones((2, 3)), np.ones(2), "at least as many rows as columns"),
+        (np.eye(3), np.ones(3), "need more rows than the rank"),
+    ],
+)
+def test_ols_reference_bad_input(X, y, match):
+    with pytest.raises(ValueError, match=match):
+        ols_reference(X, y)
+
+
+def test_fit_ols_contract():
+    X, y = _ols_data()
+    fit = fit_ols(X, y, trials=3)
+    assert get_estimator("ols") is fit_ols
+    assert fit.theta.shape == (3, X.shape[1])
+    assert fit.budget_spent is None and fit.estimator == "ols"
+    np.testing.assert_array_equal(fit.theta[0], fit.theta[2])
+    np.testing.assert_allclose(fit.theta[0], ols_reference(X, y).params, atol=1e-10)
+    # the uniform study call (budget, rng, bounds) is accepted and ignored
+    fit2 = fit_ols(
+        X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), bound_X=1, bound_y=1
+    )
+    np.testing.assert_array_equal(fit2.theta[0], fit.theta[0])
+    with pytest.raises(ValueError, match="trials"):
+        fit_ols(X, y, trials=0)
+
+
+# ---------------------------------------------------------------------------- 2SLS
+
+
+def _linearmodels(y, X, Z, W, **fit_kw):
+    """linearmodels IV2SLS(dependent, exog, endog, instruments), reordered to [X, W]."""
+    res = LinearModelsIV2SLS(y, W, X, Z).fit(**fit_kw)
+    p = X.shape[1]
+    r = 0 if W is None else W.shape[1]
+    order = list(range(r, r + p)) + list(range(r))  # linearmodels puts exog first
+    return res, res.params.to_numpy()[order], res.std_errors.to_numpy()[order]
+
+
+@pytest.mark.parametrize(
+    ("p", "q", "with_controls"),
+    [(1, 1, True), (2, 2, True), (2, 4, True), (1, 3, False)],
+    ids=["just-identified-p1", "just-identified-p2", "over-identified", "no-controls"],
+)
+def test_two_sls_statsmodels_linearmodels_closed_form_agree(p, q, with_controls):
+    y, X, Z, W = _iv_data(seed=10 * p + q, n=500, p=p, q=q, with_controls=with_controls)
+    n = y.shape[0]
+    k = p + (0 if W is None else W.shape[1])
+    ref = two_sls_reference(y, X, Z, W)
+    closed = two_sls_closed_form(y, X, Z, W)
+    _, lm_params, lm_se_debiased = _linearmodels(y, X, Z, W, cov_type="unadjusted", debiased=True)
+    np.testing.assert_allclose(ref.params, closed, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(ref.params, lm_params, rtol=0, atol=1e-8)
+    # statsmodels divides SSR by n - k; linearmodels' unadjusted (debiased=False) by n.
+    np.testing.assert_allclose(ref.std_errors, lm_se_debiased, rtol=1e-8)
+    _, _, lm_se_n = _linearmodels(y, X, Z, W, cov_type="unadjusted", debiased=False)
+    np.testing.assert_allclose(ref.std_errors, lm_se_n * np.sqrt(n / (n - k)), rtol=1e-8)
+    # robust: HC1 equals linearmodels' robust covariance with the n/(n-k) correction
+    _, _, lm_robust = _linearmodels(y, X, Z, W, cov_type="robust", debiased=True)
+    np.testing.assert_allclose(ref.std_errors_robust, lm_robust, rtol=1e-8)
+    # first stage: regress each column of X on [Z, W]
+    M = Z if W is None else np.column_stack([Z, W])
+    np.testing.assert_allclose(
+        ref.first_stage, np.linalg.lstsq(M, X, rcond=None)[0], rtol=0, atol=1e-8
+    )
+    assert ref.first_stage.shape == (M.shape[1], p)
+    assert (ref.n, ref.n_endogenous, ref.n_instruments) == (n, p, q)
+    assert ref.n_controls == (0 if W is None else 2)
+    assert isinstance(ref, TwoSLSReference)
+    json.dumps(ref.to_dict())
+
+
+def test_two_sls_closed_form_equals_textbook_formula():
+    y, X, Z, W = _iv_data(seed=3, n=300, p=2, q=3)
+    D, M = np.column_stack([X, W]), np.column_stack([Z, W])
+    P = M @ np.linalg.solve(M.T @ M, M.T)  # textbook projection, fine in a test
+    beta = np.linalg.solve(D.T @ P @ D, D.T @ P @ y)
+    np.testing.assert_allclose(two_sls_closed_form(y, X, Z, W), beta, rtol=0, atol=1e-10)
+
+
+def test_two_sls_one_dimensional_inputs_are_single_columns():
+    y, X, Z, W = _iv_data(seed=4, n=200, p=1, q=1)
+    a = two_sls_reference(y, X[:, 0], Z[:, 0], W)
+    b = two_sls_reference(y, X, Z, W)
+    np.testing.assert_array_equal(a.params, b.params)
+
+
+def test_two_sls_bad_input():
+    y, X, Z, W = _iv_data(seed=5, n=200, p=2, q=3)
+    with pytest.raises(ValueError, match="under-identified: Z has q=1 .* p=2"):
+        two_sls_reference(y, X, Z[:, :1], W)
+    with pytest.raises(ValueError, match="under-identified"):
+        two_sls_closed_form(y, X, Z[:, :1], W)
+    Z_nan = Z.copy()
+    Z_nan[7, 1] = np.nan
+    with pytest.raises(ValueError, match="Z contains NaN"):
+        two_sls_reference(y, X, Z_nan, W)
+    y_nan = y.copy()
+    y_nan[0] = np.nan
+    with pytest.raises(ValueError, match="y contains NaN"):
+        two_sls_reference(y_nan, X, Z, W)
+    with pytest.raises(ValueError, match="X has 199 rows but y has 200"):
+        two_sls_reference(y, X[:-1], Z, W)
+    with pytest.raises(ValueError, match="W has 199 rows"):
+        two_sls_reference(y, X, Z, W[:-1])
+    with pytest.raises(ValueError, match="y must be a 1-D array"):
+        two_sls_reference(np.column_stack([y, y]), X, Z, W)
+    # rank-deficient instruments: a duplicated instrument column
+    with pytest.raises(ValueError, match="instruments .* rank deficient"):
+        two_sls_reference(y, X, np.column_stack([Z, Z[:, 0]]), W)
+    # rank condition: an "endogenous" regressor that is a control
+    with pytest.raises(ValueError, match="rank condition"):
+        two_sls_reference(y, np.column_stack([X[:, 0], W[:, 1]]), Z, W)
