@@ -1,41 +1,114 @@
 """Workflow configuration helpers: cross-reference checks and the grid of study cells.
 
-The JSON schema (``workflow/schemas/config.schema.yaml``) checks types and unknown keys;
-this module checks what a schema cannot: that every dataset a study names is
-declared, every estimator is registered, every loader exists.
+The JSON schema (``workflow/schemas/config.schema.yaml``) checks types and unknown
+top-level keys; this module checks what a schema cannot: that every dataset a study
+names is declared, that each study's keys are the ones its kind accepts, that every
+estimator is registered and every loader exists.
+
+A study's cells are the cartesian product of its ``grid`` axes (in config order); each
+cell is one folder ``axis~label/axis~label/...`` holding one parquet file per chunk of
+trials.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.+-]+$")
+GLOBAL_CELL_KEYS = frozenset({"conversion"})
+"""Keys the workflow adds to every cell from the top level of the config."""
+
 
 @dataclass(frozen=True)
 class Cell:
-    """One job of a study: a grid point and a contiguous chunk of trials."""
+    """One grid point of a study and one contiguous chunk of its trials."""
 
     study: str
-    dataset: str
-    estimator: str
-    epsilon: float
-    eps_label: str
+    path: str
+    values: tuple[tuple[str, Any], ...]
     chunk: int
     first_trial: int
     trials: int
 
+    def params(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the cell's full parameters: study params, grid values, global keys."""
+        spec = config["studies"][self.study]
+        cell = dict(spec.get("params") or {})
+        cell.update(dict(self.values))
+        cell["conversion"] = config["conversion"]
+        return cell
+
+
+def value_label(value: Any) -> str:
+    """Path label of a grid value: numbers with 6 significant digits, lists joined by ``_``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        if isinstance(value, float) and math.isinf(value):
+            return "inf"
+        return f"{float(value):.6g}" if isinstance(value, float) else str(value)
+    if isinstance(value, list | tuple):
+        return "_".join(value_label(v) for v in value)
+    label = str(value)
+    if not LABEL_PATTERN.match(label):
+        raise ValueError(f"grid value {value!r} cannot be a path label (use [A-Za-z0-9_.+-])")
+    return label
+
 
 def eps_label(value: float) -> str:
-    """Path label of a grid value: 6 significant digits (``0.251189``)."""
-    return f"{float(value):.6g}"
+    """Path label of a numeric grid value (kept for callers that format one number)."""
+    return value_label(float(value))
+
+
+def grid_points(spec: Mapping[str, Any]) -> Iterator[tuple[str, tuple[tuple[str, Any], ...]]]:
+    """Yield ``(path, ((axis, value), ...))`` for every point of a study's grid."""
+    grid = spec.get("grid") or {}
+    axes = list(grid)
+    for combo in itertools.product(*(grid[a] for a in axes)):
+        values = tuple(zip(axes, combo, strict=True))
+        path = "/".join(f"{a}~{value_label(v)}" for a, v in values) or "all"
+        yield path, values
+
+
+def study_cells(config: Mapping[str, Any], study: str) -> Iterator[Cell]:
+    """Yield every cell x chunk of ``study``."""
+    spec = config["studies"][study]
+    trials, size = int(spec["trials"]), int(spec["chunk_size"])
+    n_chunks = math.ceil(trials / size)
+    for path, values in grid_points(spec):
+        for chunk in range(n_chunks):
+            first = chunk * size
+            yield Cell(study, path, values, chunk, first, min(size, trials - first))
+
+
+def find_cell(config: Mapping[str, Any], study: str, path: str, chunk: int) -> Cell:
+    """Return the cell of ``study`` at ``path`` and ``chunk`` (ValueError if none)."""
+    for cell in study_cells(config, study):
+        if cell.path == path and cell.chunk == chunk:
+            return cell
+    raise ValueError(f"study {study!r} has no cell {path!r} chunk {chunk}")
+
+
+def study_datasets(config: Mapping[str, Any], study: str) -> list[str]:
+    """Datasets a study reads (its ``dataset`` key in params or grid), in order."""
+    spec = config["studies"][study]
+    names: list[str] = []
+    fixed = (spec.get("params") or {}).get("dataset")
+    if fixed is not None:
+        names.append(str(fixed))
+    names.extend(str(n) for n in (spec.get("grid") or {}).get("dataset", []))
+    return list(dict.fromkeys(names))
 
 
 def check_config_references(config: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` naming the offending key when a config refers to nothing."""
     from dpreg.data import DATASET_LOADERS
-    from dpreg.estimators import ESTIMATORS
+    from dpreg.experiments.kinds import get_kind
 
     datasets = config.get("datasets", {})
     for name, spec in datasets.items():
@@ -49,45 +122,26 @@ def check_config_references(config: Mapping[str, Any]) -> None:
         if name not in datasets:
             raise ValueError(f"config references.datasets: {name!r} is not declared under datasets")
     for study, spec in config.get("studies", {}).items():
-        for name in spec["datasets"]:
+        kind = get_kind(spec["kind"])
+        grid, params = spec.get("grid") or {}, spec.get("params") or {}
+        both = set(grid) & set(params)
+        if both:
+            raise ValueError(
+                f"config studies.{study}: {sorted(both)} given in both grid and params"
+            )
+        kind.check_keys(study, set(grid) | set(params))
+        for name in study_datasets(config, study):
             if name not in datasets:
                 raise ValueError(
-                    f"config studies.{study}.datasets: {name!r} is not declared under datasets"
+                    f"config studies.{study}: dataset {name!r} is not declared under datasets"
                 )
-        for est in spec["estimators"]:
-            if est not in ESTIMATORS:
-                known = ", ".join(sorted(ESTIMATORS))
-                raise ValueError(
-                    f"config studies.{study}.estimators: unknown estimator {est!r};"
-                    f" known estimators: {known}"
-                )
-        labels = [eps_label(e) for e in spec["epsilon"]]
-        if len(set(labels)) != len(labels):
-            raise ValueError(
-                f"config studies.{study}.epsilon: values collide at 6 significant digits"
-            )
-        delta = spec["delta"]
-        if delta["rule"] == "fixed" and "value" not in delta:
-            raise ValueError(f"config studies.{study}.delta: rule 'fixed' needs a value")
-
-
-def study_cells(config: Mapping[str, Any], study: str) -> Iterator[Cell]:
-    """Yield every cell of ``study``: datasets x estimators x epsilon x chunks."""
-    spec = config["studies"][study]
-    trials, size = int(spec["trials"]), int(spec["chunk_size"])
-    n_chunks = math.ceil(trials / size)
-    for dataset in spec["datasets"]:
-        for estimator in spec["estimators"]:
-            for epsilon in spec["epsilon"]:
-                for chunk in range(n_chunks):
-                    first = chunk * size
-                    yield Cell(
-                        study=study,
-                        dataset=dataset,
-                        estimator=estimator,
-                        epsilon=float(epsilon),
-                        eps_label=eps_label(epsilon),
-                        chunk=chunk,
-                        first_trial=first,
-                        trials=min(size, trials - first),
-                    )
+        paths = [path for path, _ in grid_points(spec)]
+        if len(set(paths)) != len(paths):
+            raise ValueError(f"config studies.{study}.grid: values collide as path labels")
+        for _, values in grid_points(spec):
+            cell = {**params, **dict(values), "conversion": config["conversion"]}
+            if kind.check_cell is not None:
+                try:
+                    kind.check_cell(cell)
+                except ValueError as err:
+                    raise ValueError(f"config studies.{study}: {err}") from None

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from dpreg.config import eps_label, study_cells
+from dpreg.config import eps_label, study_cells, value_label
 from dpreg.seeds import job_seed, wildcard_key
 
 
@@ -45,23 +45,41 @@ def test_job_seed_rejects_bad_master_seed(bad):
 
 def test_study_cells_cover_all_trials_exactly_once():
     config = {
+        "conversion": "tight",
         "studies": {
             "s": {
-                "datasets": ["a", "b"],
-                "estimators": {"adassp": {}},
-                "epsilon": [0.1, 1.0],
+                "grid": {"dataset": ["a", "b"], "estimator": ["adassp"], "epsilon": [0.1, 1.0]},
+                "params": {"delta_rule": "inverse_n_squared"},
                 "trials": 23,
                 "chunk_size": 10,
             }
-        }
+        },
     }
     cells = list(study_cells(config, "s"))
     assert len(cells) == 2 * 1 * 2 * math.ceil(23 / 10)
-    for dataset in ("a", "b"):
-        for eps in ("0.1", "1"):
-            chunk = [c for c in cells if c.dataset == dataset and c.eps_label == eps]
-            covered = [t for c in chunk for t in range(c.first_trial, c.first_trial + c.trials)]
-            assert covered == list(range(23))
+    paths = {c.path for c in cells}
+    assert "dataset~a/estimator~adassp/epsilon~0.1" in paths
+    for path in paths:
+        chunk = [c for c in cells if c.path == path]
+        covered = [t for c in chunk for t in range(c.first_trial, c.first_trial + c.trials)]
+        assert covered == list(range(23))
+    params = cells[0].params(config)
+    assert params == {
+        "delta_rule": "inverse_n_squared",
+        "dataset": "a",
+        "estimator": "adassp",
+        "epsilon": 0.1,
+        "conversion": "tight",
+    }
+
+
+def test_value_labels():
+    assert value_label([1, 9]) == "1_9"
+    assert value_label(float("inf")) == "inf"
+    assert value_label(True) == "true"
+    assert value_label(1000) == "1000"
+    with pytest.raises(ValueError, match="path label"):
+        value_label("a/b")
 
 
 def test_eps_label_is_six_significant_digits():

@@ -2,7 +2,12 @@
 
 import os
 
-from dpreg.config import check_config_references, eps_label, study_cells
+from dpreg.config import (
+    check_config_references,
+    find_cell,
+    study_cells,
+    study_datasets,
+)
 from dpreg.seeds import job_seed
 
 check_config_references(config)
@@ -11,17 +16,15 @@ check_config_references(config)
 wildcard_constraints:
     dataset=r"[A-Za-z0-9_]+",
     study=r"[A-Za-z0-9_]+",
-    estimator=r"[A-Za-z0-9_]+",
     paper=r"[A-Za-z0-9_]+",
-    eps=r"[0-9.e+-]+",
+    cell=r"(all|[A-Za-z0-9_]+~[A-Za-z0-9_.+-]+(/[A-Za-z0-9_]+~[A-Za-z0-9_.+-]+)*)",
     chunk=r"[0-9]+",
 
 
 def chunk_paths(study):
     """Every chunk file of a study."""
     return [
-        f"results/runs/{study}/dataset~{cell.dataset}/estimator~{cell.estimator}/"
-        f"eps~{cell.eps_label}/chunk~{cell.chunk:03d}.parquet"
+        f"results/runs/{study}/{cell.path}/chunk~{cell.chunk:03d}.parquet"
         for cell in study_cells(config, study)
     ]
 
@@ -56,30 +59,28 @@ def dataset_spec(wildcards):
     return config["datasets"][wildcards.dataset]
 
 
+def dataset_seed(wildcards):
+    return job_seed(config["seed"], {"dataset": wildcards.dataset})
+
+
+def chunk_cell(wildcards):
+    return find_cell(config, wildcards.study, wildcards.cell, int(wildcards.chunk))
+
+
+def chunk_input(wildcards):
+    """The prepared dataset a cell reads, if any."""
+    name = chunk_cell(wildcards).params(config).get("dataset")
+    return {"table": f"resources/data/{name}.parquet"} if name is not None else {}
+
+
 def chunk_params(wildcards):
     """Everything a run chunk needs, from config only (scripts never read config)."""
-    study = config["studies"][wildcards.study]
-    cell = next(
-        c
-        for c in study_cells(config, wildcards.study)
-        if c.dataset == wildcards.dataset
-        and c.estimator == wildcards.estimator
-        and c.eps_label == wildcards.eps
-        and c.chunk == int(wildcards.chunk)
-    )
+    cell = chunk_cell(wildcards)
     return {
-        "study": wildcards.study,
-        "kind": study["kind"],
-        "dataset": cell.dataset,
-        "estimator": cell.estimator,
-        "hyper": study["estimators"][cell.estimator] or {},
-        "epsilon": cell.epsilon,
-        "delta": study["delta"],
+        "kind": config["studies"][wildcards.study]["kind"],
+        "cell": cell.params(config),
         "trials": cell.trials,
         "first_trial": cell.first_trial,
-        "bound_X": study.get("bound_X", 1.0),
-        "bound_y": study.get("bound_y", 1.0),
-        "conversion": config["conversion"],
     }
 
 
@@ -89,12 +90,16 @@ def chunk_seed(wildcards):
 
 def study_params(wildcards):
     study = config["studies"][wildcards.study]
-    return {"study": wildcards.study, "paper": study["paper"], "title": study.get("title", "")}
+    return {
+        "study": wildcards.study,
+        "kind": study["kind"],
+        "paper": study["paper"],
+        "title": study.get("title", ""),
+    }
 
 
 def study_reference_paths(wildcards):
-    study = config["studies"][wildcards.study]
-    return [f"results/references/{name}.json" for name in study["datasets"]]
+    return [f"results/references/{name}.json" for name in study_datasets(config, wildcards.study)]
 
 
 def study_chunks(wildcards):

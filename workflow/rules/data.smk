@@ -11,6 +11,7 @@ rule prepare_dataset:
         "../envs/dpreg.yaml"
     params:
         spec=dataset_spec,
+        seed=dataset_seed,
         mirror=data_mirror(),
         allow_download=config["data"].get("allow_download", True),
         download_dir="resources/downloads",

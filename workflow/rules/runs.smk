@@ -1,15 +1,15 @@
-# Stage "runs": one job per (study, dataset, estimator, grid point, chunk of trials).
+# Stage "runs": one job per (study, grid cell, chunk of trials).
 
 
 rule run_chunk:
     input:
-        table="resources/data/{dataset}.parquet",
+        unpack(chunk_input),
     output:
-        "results/runs/{study}/dataset~{dataset}/estimator~{estimator}/eps~{eps}/chunk~{chunk}.parquet",
+        "results/runs/{study}/{cell}/chunk~{chunk}.parquet",
     log:
-        "logs/runs/{study}/{dataset}/{estimator}/eps~{eps}/chunk~{chunk}.log",
+        "logs/runs/{study}/{cell}/chunk~{chunk}.log",
     benchmark:
-        "benchmarks/runs/{study}/{dataset}/{estimator}/eps~{eps}/chunk~{chunk}.tsv"
+        "benchmarks/runs/{study}/{cell}/chunk~{chunk}.tsv"
     conda:
         "../envs/dpreg.yaml"
     threads: 1
@@ -17,7 +17,7 @@ rule run_chunk:
         mem_mb=2000,
         runtime=30,
     params:
-        cell=chunk_params,
+        run=chunk_params,
         seed=chunk_seed,
     script:
         "../scripts/run_chunk.py"

@@ -13,6 +13,7 @@ frame, meta = prepare_dataset(
     mirror=snakemake.params.mirror,  # noqa: F821
     allow_download=snakemake.params.allow_download,  # noqa: F821
     download_dir=snakemake.params.download_dir,  # noqa: F821
+    seed=snakemake.params.seed,  # noqa: F821
 )
 write_parquet(frame, snakemake.output.table)  # noqa: F821
 write_json(meta, snakemake.output.meta)  # noqa: F821

@@ -6,9 +6,10 @@ sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 
 import pandas as pd  # noqa: E402
 
-from dpreg.plotting.studies import draw_study_figure, save_figure  # noqa: E402
+from dpreg.experiments.studies import draw_study_figure  # noqa: E402
+from dpreg.plotting.studies import save_figure  # noqa: E402
 
-table = pd.read_csv(snakemake.input.table)  # noqa: F821
 params = snakemake.params.study  # noqa: F821
-figure = draw_study_figure(table, title=params["title"])
+table = pd.read_csv(snakemake.input.table)  # noqa: F821
+figure = draw_study_figure(params["kind"], table, title=params["title"])
 save_figure(figure, snakemake.output.png, snakemake.output.pdf)  # noqa: F821

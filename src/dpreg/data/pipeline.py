@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dpreg.data.acquire import fetch
@@ -14,7 +15,7 @@ from dpreg.data.datasets import load_dataset
 from dpreg.data.preprocess import preprocess_lev2026
 from dpreg.data.uci import UCI_NAMES
 
-PREPROCESSING = ("none", "lev2026")
+PREPROCESSING = ("none", "lev2026", "liang2025")
 
 
 def prepare_dataset(
@@ -24,6 +25,7 @@ def prepare_dataset(
     mirror: str | os.PathLike[str] | None = None,
     allow_download: bool = True,
     download_dir: str | os.PathLike[str] = "resources/downloads",
+    seed: int = 0,
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Load the dataset a config entry describes and apply its preprocessing.
 
@@ -33,9 +35,12 @@ def prepare_dataset(
         The dataset's name in the config (used in paths and tables).
     spec : mapping
         The config entry: ``loader``, ``split`` (UCI sets only), ``preprocessing``
-        (``none`` or ``lev2026``) and ``options`` (loader keyword arguments).
+        (``none``, ``lev2026`` or ``liang2025``), ``preprocessing_options`` and
+        ``options`` (loader keyword arguments).
     mirror, allow_download, download_dir
         Passed to :func:`dpreg.data.fetch` (mirror first, sha256 always verified).
+    seed : int
+        Seed of random preprocessing steps (the liang2025 subsample).
 
     Returns
     -------
@@ -62,9 +67,29 @@ def prepare_dataset(
         options.setdefault("split", int(spec["split"]))
     data = load_dataset(loader, fetcher=fetcher, **options)
     held_out = 0
+    prep_options = dict(spec.get("preprocessing_options") or {})
     if preprocessing == "lev2026":
+        _check_options(name, prep_options, set())
         data, test = preprocess_lev2026(data, standardise=is_uci)
         held_out = test.n
+    elif preprocessing == "liang2025":
+        # Liang et al. 2025, Section 4.2: a random subsample, then every variable centred.
+        from dpreg.data.preprocess import preprocess_liang2025
+
+        _check_options(name, prep_options, {"n_subsample"})
+        n_sub = int(prep_options.get("n_subsample", data.n))
+        data = preprocess_liang2025(data, n_subsample=n_sub, rng=np.random.default_rng(seed))
+    else:
+        _check_options(name, prep_options, set())
     data = data.with_(name=name)
     metadata = {**data.metadata(), "config_name": name, "loader": loader, "held_out_rows": held_out}
     return data.to_frame(), metadata
+
+
+def _check_options(name: str, options: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = set(options) - allowed
+    if unknown:
+        raise ValueError(
+            f"datasets.{name}.preprocessing_options: unknown key(s) {sorted(unknown)};"
+            f" allowed: {sorted(allowed) or 'none'}"
+        )

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpreg.data.datasets import Dataset
 from dpreg.estimators import get_estimator
 from dpreg.experiments.budgets import budget_columns
+from dpreg.experiments.kinds import StudyKind, register_kind
 from dpreg.privacy.budgets import ApproxDP
 
 DELTA_RULES = ("inverse_n_squared", "fixed")
@@ -129,3 +131,77 @@ def aggregate_trials(runs: pd.DataFrame, by: list[str], value: str = "mse") -> p
     table["ci_low"] = table["mean"] - 1.96 * table["se"]
     table["ci_high"] = table["mean"] + 1.96 * table["se"]
     return table
+
+
+def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
+    """Validate one ``eps_grid`` cell before any job runs."""
+    get_estimator(cell["estimator"])
+    try:
+        ApproxDP(cell["epsilon"], 0.5)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"epsilon: {err}") from None
+    study_delta(2, cell["delta_rule"], cell.get("delta"))
+    hyper = cell.get("hyper") or {}
+    if not isinstance(hyper, Mapping) or not all(isinstance(v, Mapping) for v in hyper.values()):
+        raise ValueError("hyper must map estimator names to their hyperparameters")
+
+
+def run_eps_grid_cell(
+    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
+) -> pd.DataFrame:
+    """Run one chunk of an ``eps_grid`` cell (DP estimator vs OLS at one epsilon)."""
+    if data is None:
+        raise ValueError("an eps_grid cell needs a dataset")
+    delta = study_delta(data.X.shape[0], cell["delta_rule"], cell.get("delta"))
+    hyper = (cell.get("hyper") or {}).get(cell["estimator"], {})
+    runs = run_eps_cell(
+        data.X,
+        data.y,
+        estimator=cell["estimator"],
+        epsilon=float(cell["epsilon"]),
+        delta=delta,
+        trials=trials,
+        seed=seed,
+        first_trial=first_trial,
+        hyper=hyper,
+        bound_X=float(cell.get("bound_X", 1.0)),
+        bound_y=float(cell.get("bound_y", 1.0)),
+        conversion=cell["conversion"],
+    )
+    runs.insert(0, "dataset", cell["dataset"])
+    return runs
+
+
+def summarise_eps_grid(runs: pd.DataFrame, references: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Aggregate trials per (dataset, estimator, epsilon) with the OLS reference.
+
+    Only deterministic columns (no wall times), so reruns give byte-identical tables.
+    """
+    keys = ["dataset", "estimator", "epsilon", "delta", "rho", "conversion"]
+    table = aggregate_trials(runs, keys, value="mse")
+    ols = {ref["dataset"]: ref["ols"]["mse"] for ref in references}
+    missing = set(table["dataset"]) - set(ols)
+    if missing:
+        raise ValueError(f"no OLS reference for datasets {sorted(missing)}")
+    table["mse_ols"] = table["dataset"].map(ols)
+    table["relative_excess"] = table["mean"] / table["mse_ols"] - 1.0
+    return table
+
+
+def _figure(table: pd.DataFrame, *, title: str | None = None) -> Any:
+    from dpreg.plotting.regression import plot_mse_vs_epsilon
+
+    return plot_mse_vs_epsilon(table, title=title)
+
+
+EPS_GRID = register_kind(
+    StudyKind(
+        name="eps_grid",
+        run=run_eps_grid_cell,
+        summarise=summarise_eps_grid,
+        figure=_figure,
+        required=frozenset({"dataset", "estimator", "epsilon", "delta_rule"}),
+        optional=frozenset({"delta", "hyper", "bound_X", "bound_y"}),
+        check_cell=check_eps_grid_cell,
+    )
+)

@@ -1,19 +1,12 @@
-"""Figure dispatch per study and deterministic saving."""
+"""Deterministic saving of figures (no timestamps, atomic)."""
 
 from __future__ import annotations
 
 import os
 
 import matplotlib.pyplot as plt
-import pandas as pd
 
 from dpreg.io import atomic_write
-from dpreg.plotting.regression import plot_mse_vs_epsilon
-
-
-def draw_study_figure(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
-    """Draw the figure of a study from its aggregated table."""
-    return plot_mse_vs_epsilon(table, title=title)
 
 
 def save_figure(
