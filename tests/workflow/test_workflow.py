@@ -53,7 +53,9 @@ def _deterministic_artifacts(workdir: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory, repo_root, data_mirror):
+def smoke_run(tmp_path_factory, repo_root):
+    # Data come from DPREG_DATA_MIRROR when set (conftest finds ../shared/data/mirror),
+    # else from the manifest URLs (sha256-verified either way).
     workdir = _copy_repo(repo_root, tmp_path_factory.mktemp("smoke") / "repo")
     _snakemake(workdir, "--cores", "2")
     return workdir
