@@ -8,6 +8,7 @@ from dpreg.config import (
     study_cells,
     study_datasets,
 )
+from dpreg.experiments.claims import papers_with_claims
 from dpreg.seeds import job_seed
 
 check_config_references(config)
@@ -38,6 +39,20 @@ def study_table_paths():
 def study_figure_paths():
     return [
         f"results/figures/{spec['paper']}/{name}.png" for name, spec in config["studies"].items()
+    ]
+
+
+def claim_paths():
+    """The claims folder of every paper that has checks and studies in this config."""
+    papers = {spec["paper"] for spec in config["studies"].values()}
+    return [f"results/tables/{p}/claims" for p in papers_with_claims() if p in papers]
+
+
+def paper_study_tables(wildcards):
+    return [
+        f"results/tables/{wildcards.paper}/{name}.csv"
+        for name, spec in config["studies"].items()
+        if spec["paper"] == wildcards.paper
     ]
 
 

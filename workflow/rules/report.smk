@@ -6,6 +6,7 @@ rule artifact_manifest:
         reference_paths(),
         study_table_paths(),
         study_figure_paths(),
+        claim_paths(),
     output:
         "results/MANIFEST.sha256",
     log:
@@ -14,3 +15,24 @@ rule artifact_manifest:
         "../envs/dpreg.yaml"
     script:
         "../scripts/artifact_manifest.py"
+
+
+rule paper_claims:
+    input:
+        paper_study_tables,
+    output:
+        report(
+            directory("results/tables/{paper}/claims"),
+            patterns=["{name}.csv"],
+            caption="../report/claims.rst",
+            category="Claims",
+            labels={"paper": "{paper}", "table": "{name}"},
+        ),
+    log:
+        "logs/report/claims_{paper}.log",
+    conda:
+        "../envs/dpreg.yaml"
+    params:
+        paper="{paper}",
+    script:
+        "../scripts/paper_claims.py"

@@ -31,6 +31,7 @@ from dpreg.data.datasets import Dataset
 __all__ = [
     "center",
     "preprocess_lev2026",
+    "preprocess_liang2025",
     "scale_by_data_derived_bounds",
     "scale_by_public_bounds",
     "split_by_mask",
@@ -287,3 +288,64 @@ def preprocess_lev2026(ds: Dataset, *, standardise: bool) -> tuple[Dataset, Data
         ds = zscore(ds)
     ds = scale_by_data_derived_bounds(ds)
     return split_by_mask(ds)
+
+
+def preprocess_liang2025(ds: Dataset, *, n_subsample: int, rng: np.random.Generator) -> Dataset:
+    """Apply the liang2025 real-data preparation: random subsample, then centre.
+
+    Liang et al. (2025), Section 4.2: "we randomly draw a subset of 20,000 samples and
+    keep n = 8065 effective observations [...] We center all variables z, x, y."
+    ``AER::Fertility`` already holds only mothers of at least two children, so the
+    subsample is drawn directly at the effective size (``n_subsample=8065``; notes
+    section 5.8 and P10).
+
+    Parameters
+    ----------
+    ds : Dataset
+        An IV dataset (``Z`` required), without an intercept column (centring would
+        zero it).
+    n_subsample : int
+        Rows drawn uniformly **without replacement** (kept in their original order).
+    rng : numpy.random.Generator
+        Source of the subsample (the workflow derives it from the master seed).
+
+    Returns
+    -------
+    Dataset
+        ``n_subsample`` rows with ``X``, ``Z`` and ``y`` centred on their subsample
+        means. ``preprocessing`` records both steps as non-private.
+
+    Notes
+    -----
+    The subsample and the means are data-dependent and **outside the DP guarantee**
+    (notes P17): the guarantee of Algorithm 1 covers only its run on the prepared
+    rows, with ``n`` treated as public.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+    if ds.Z is None:
+        raise ValueError(f"{ds.name} has no instruments Z; liang2025 preprocessing needs an IV set")
+    if isinstance(n_subsample, bool) or int(n_subsample) != n_subsample or n_subsample < 2:
+        raise ValueError(f"n_subsample must be an integer >= 2; got {n_subsample!r}")
+    n_subsample = int(n_subsample)
+    if n_subsample > ds.n:
+        raise ValueError(
+            f"n_subsample={n_subsample} exceeds the {ds.n} rows of {ds.name}; "
+            "lower it or use a larger source"
+        )
+    rows = np.sort(rng.choice(ds.n, size=n_subsample, replace=False))
+    sub = ds.subset(
+        rows,
+        step={
+            "step": "subsample",
+            "n_before": ds.n,
+            "n_subsample": n_subsample,
+            "replace": False,
+            "data_derived_nonprivate": True,
+            "privacy": "not private: outside the DP guarantee (liang2025 notes P17)",
+        },
+    )
+    out = center(sub)
+    last = dict(out.preprocessing[-1])
+    last["privacy"] = "not private: outside the DP guarantee (liang2025 notes P17)"
+    return out.with_(preprocessing=out.preprocessing[:-1] + (last,))

@@ -1,0 +1,18 @@
+"""Evaluate a paper's claims on its study tables; write one csv + md per result table."""
+
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+
+from pathlib import Path  # noqa: E402
+
+import pandas as pd  # noqa: E402
+
+from dpreg.experiments.claims import check_claims  # noqa: E402
+from dpreg.io import write_csv, write_markdown  # noqa: E402
+
+tables = {Path(p).stem: pd.read_csv(p) for p in snakemake.input}  # noqa: F821
+out = Path(snakemake.output[0])  # noqa: F821
+for name, table in check_claims(snakemake.params.paper, tables).items():  # noqa: F821
+    write_csv(table, out / f"{name}.csv")
+    write_markdown(table, out / f"{name}.md", title=f"{snakemake.params.paper}: {name}")  # noqa: F821
