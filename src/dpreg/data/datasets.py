@@ -356,4 +356,4 @@ def load_dataset(name: str, **options: Any) -> Dataset:
 
 def _ensure_builtin() -> None:
     # Importing the loader modules registers them (kept lazy to avoid import cycles).
-    from dpreg.data import angrist, uci  # noqa: F401
+    from dpreg.data import angrist, lev2026, uci  # noqa: F401

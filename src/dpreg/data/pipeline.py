@@ -12,6 +12,8 @@ import pandas as pd
 
 from dpreg.data.acquire import fetch
 from dpreg.data.datasets import load_dataset
+from dpreg.data.lev2026 import held_out_rows as lev2026_held_out_rows
+from dpreg.data.lev2026 import is_lev2026, lev2026_kind
 from dpreg.data.preprocess import preprocess_lev2026
 from dpreg.data.uci import UCI_NAMES
 
@@ -40,12 +42,16 @@ def prepare_dataset(
     mirror, allow_download, download_dir
         Passed to :func:`dpreg.data.fetch` (mirror first, sha256 always verified).
     seed : int
-        Seed of random preprocessing steps (the liang2025 subsample).
+        Seed of random preprocessing steps (the liang2025 subsample, and the 80/20
+        permutation of the ``lev_*`` permutation datasets; ``split`` goes to the
+        ``lev_*`` mask datasets).
 
     Returns
     -------
     frame : DataFrame
-        ``Dataset.to_frame()`` of the rows the studies use (for ``lev2026``: the
+        ``Dataset.to_frame()`` of the rows the studies use (``lev_*`` loaders: the
+        training rows as the loader prepares them, see :mod:`dpreg.data.lev2026`;
+        for ``lev2026``: the
         training rows, z-scored with training statistics for uci_datasets sets, then
         scaled to max row norm 1 and max abs(y) 1 with data-derived factors, as the
         authors' code does; Lev et al. 2026, Section 5, notes §5.1).
@@ -63,12 +69,25 @@ def prepare_dataset(
         fetch, dest_dir=download_dir, mirror=mirror, allow_download=allow_download
     )
     is_uci = loader in UCI_NAMES
-    if is_uci and spec.get("split") is not None:
+    is_lev = is_lev2026(loader)
+    if (is_uci or (is_lev and lev2026_kind(loader) == "mask")) and spec.get("split") is not None:
         options.setdefault("split", int(spec["split"]))
+    if is_lev and lev2026_kind(loader) == "permutation":
+        # The random 80/20 permutation of the lev2026 loaders, from the dataset's seed.
+        options.setdefault("seed", int(seed))
     data = load_dataset(loader, fetcher=fetcher, **options)
     held_out = 0
     prep_options = dict(spec.get("preprocessing_options") or {})
-    if preprocessing == "lev2026":
+    if is_lev:
+        # lev_* loaders already return the training rows after the authors' pipeline.
+        if preprocessing == "liang2025":
+            raise ValueError(
+                f"datasets.{name}: lev_* loaders are prepared as in lev2026; use "
+                "preprocessing lev2026 (or none, equivalent)"
+            )
+        _check_options(name, prep_options, set())
+        held_out = lev2026_held_out_rows(data)
+    elif preprocessing == "lev2026":
         _check_options(name, prep_options, set())
         data, test = preprocess_lev2026(data, standardise=is_uci)
         held_out = test.n
