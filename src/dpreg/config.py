@@ -107,13 +107,14 @@ def study_datasets(config: Mapping[str, Any], study: str) -> list[str]:
 
 def check_config_references(config: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` naming the offending key when a config refers to nothing."""
-    from dpreg.data import DATASET_LOADERS
+    from dpreg.data import dataset_names
     from dpreg.experiments.kinds import get_kind
 
+    loaders = dataset_names()
     datasets = config.get("datasets", {})
     for name, spec in datasets.items():
-        if spec["loader"] not in DATASET_LOADERS:
-            known = ", ".join(sorted(DATASET_LOADERS))
+        if spec["loader"] not in loaders:
+            known = ", ".join(loaders)
             raise ValueError(
                 f"config datasets.{name}.loader: unknown dataset loader {spec['loader']!r};"
                 f" known loaders: {known}"

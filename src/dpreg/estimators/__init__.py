@@ -3,7 +3,7 @@
 Importing this package registers every estimator in :data:`ESTIMATORS`.
 """
 
-from dpreg.estimators import adassp, iv, ols  # noqa: F401  (registers)
+from dpreg.estimators import adassp, dpgd, ihm, iv, ols, sketch  # noqa: F401  (registers)
 from dpreg.estimators.registry import ESTIMATORS, get_estimator, register
 
 __all__ = ["ESTIMATORS", "get_estimator", "register"]

@@ -44,6 +44,7 @@ def run_eps_cell(
     delta: float,
     trials: int,
     seed: int,
+    stream: int = 0,
     first_trial: int = 0,
     hyper: Mapping[str, Any] | None = None,
     bound_X: float = 1.0,
@@ -63,7 +64,10 @@ def run_eps_cell(
     trials : int
         Number of trials, vectorised inside the estimator.
     seed : int
-        Seed of this cell's generator (derived by :func:`dpreg.seeds.job_seed`).
+        Seed of this job (derived by :func:`dpreg.seeds.job_seed`).
+    stream : int
+        Index of this (estimator, epsilon) pair within the job; the generator is
+        ``default_rng([seed, stream])``.
     first_trial : int
         Global index of the first trial of this chunk (recorded per row).
     hyper : mapping, optional
@@ -81,7 +85,7 @@ def run_eps_cell(
         (``||theta - theta_ols||``), ``wall_time_s`` (per trial, amortised).
     """
     fit_fn = get_estimator(estimator)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng([seed, stream])
     start = time.perf_counter()
     fit = fit_fn(
         X,
@@ -104,6 +108,7 @@ def run_eps_cell(
         {
             "trial": np.arange(first_trial, first_trial + trials, dtype=np.int64),
             "seed": np.full(trials, seed, dtype=np.uint64),
+            "stream": np.full(trials, stream, dtype=np.int64),
             "estimator": estimator,
             "mse": mse,
             "mse_ols": mse_ols,
@@ -133,13 +138,19 @@ def aggregate_trials(runs: pd.DataFrame, by: list[str], value: str = "mse") -> p
     return table
 
 
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
 def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
     """Validate one ``eps_grid`` cell before any job runs."""
-    get_estimator(cell["estimator"])
-    try:
-        ApproxDP(cell["epsilon"], 0.5)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"epsilon: {err}") from None
+    for name in _as_list(cell["estimator"]):
+        get_estimator(name)
+    for epsilon in _as_list(cell["epsilon"]):
+        try:
+            ApproxDP(epsilon, 0.5)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"epsilon: {err}") from None
     study_delta(2, cell["delta_rule"], cell.get("delta"))
     hyper = cell.get("hyper") or {}
     if not isinstance(hyper, Mapping) or not all(isinstance(v, Mapping) for v in hyper.values()):
@@ -149,25 +160,36 @@ def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
 def run_eps_grid_cell(
     cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
 ) -> pd.DataFrame:
-    """Run one chunk of an ``eps_grid`` cell (DP estimator vs OLS at one epsilon)."""
+    """Run one chunk of an ``eps_grid`` cell: DP estimator(s) against OLS at epsilon(s).
+
+    ``estimator`` and ``epsilon`` may each be one value or a list; a list runs every
+    (estimator, epsilon) pair in this job (fewer, longer jobs for cheap estimators).
+    Pair ``j`` (in config order, estimators outer) draws from
+    ``default_rng([seed, j])``, recorded as the row's ``seed`` and ``stream``.
+    """
     if data is None:
         raise ValueError("an eps_grid cell needs a dataset")
     delta = study_delta(data.X.shape[0], cell["delta_rule"], cell.get("delta"))
-    hyper = (cell.get("hyper") or {}).get(cell["estimator"], {})
-    runs = run_eps_cell(
-        data.X,
-        data.y,
-        estimator=cell["estimator"],
-        epsilon=float(cell["epsilon"]),
-        delta=delta,
-        trials=trials,
-        seed=seed,
-        first_trial=first_trial,
-        hyper=hyper,
-        bound_X=float(cell.get("bound_X", 1.0)),
-        bound_y=float(cell.get("bound_y", 1.0)),
-        conversion=cell["conversion"],
-    )
+    frames = []
+    pairs = [(e, eps) for e in _as_list(cell["estimator"]) for eps in _as_list(cell["epsilon"])]
+    for stream, (estimator, epsilon) in enumerate(pairs):
+        runs = run_eps_cell(
+            data.X,
+            data.y,
+            estimator=estimator,
+            epsilon=float(epsilon),
+            delta=delta,
+            trials=trials,
+            seed=seed,
+            stream=stream,
+            first_trial=first_trial,
+            hyper=(cell.get("hyper") or {}).get(estimator, {}),
+            bound_X=float(cell.get("bound_X", 1.0)),
+            bound_y=float(cell.get("bound_y", 1.0)),
+            conversion=cell["conversion"],
+        )
+        frames.append(runs)
+    runs = pd.concat(frames, ignore_index=True)
     runs.insert(0, "dataset", cell["dataset"])
     return runs
 

@@ -26,8 +26,11 @@ def run_cell(
     missing = {"trial", "seed"} - set(runs.columns)
     if missing:
         raise ValueError(f"study kind {kind!r} returned rows without {sorted(missing)}")
-    if len(runs) != trials:
-        raise ValueError(f"study kind {kind!r} returned {len(runs)} rows for {trials} trials")
+    if len(runs) == 0 or len(runs) % trials:
+        raise ValueError(
+            f"study kind {kind!r} returned {len(runs)} rows for {trials} trials"
+            " (expected a positive multiple)"
+        )
     return runs
 
 

@@ -25,7 +25,13 @@ def plot_mse_vs_epsilon(table: pd.DataFrame, *, title: str | None = None) -> plt
     sns.set_theme(style="whitegrid", context="paper")
     datasets = sorted(table["dataset"].unique())
     grid = sns.FacetGrid(
-        table, col="dataset", col_order=datasets, hue="estimator", sharey=False, height=3.0
+        table,
+        col="dataset",
+        col_order=datasets,
+        col_wrap=min(len(datasets), 6),
+        hue="estimator",
+        sharey=False,
+        height=3.0,
     )
 
     def _band(data: pd.DataFrame, color: str, label: str, **_: object) -> None:

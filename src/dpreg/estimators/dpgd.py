@@ -1,0 +1,490 @@
+"""Full-batch DP gradient descent for least squares (Brown et al. 2024; Lev et al. 2026).
+
+One DP-GD core serves both papers:
+
+* Brown et al. (2024), Algorithm 1: ``theta_t = theta_{t-1} - eta g_t + eta z_t`` with
+  ``g_t`` the average of per-example gradients ``-x_i (y_i - x_i' theta)`` each clipped
+  to L2 norm ``gamma``, ``z_t ~ N(0, lambda^2 I)``, ``lambda^2 = 2 T gamma^2 / (rho n^2)``
+  for rho-zCDP, ``theta_0 = 0``, every iterate released;
+* Lev et al. (2026), Algorithm 7 (their DP-GD baseline, "implementation from Brown et
+  al."): the same recursion with ``T = 3``, learning rate ``b = 0.25``, clip ``C = 1``,
+  ``theta_0 = 0`` and the noise of their eq. (157).
+
+The module is layered as the project's conventions ask:
+
+* :func:`clipped_mean_gradient` -- the averaged clipped gradient (the only query that
+  touches private data), vectorised over trials;
+* :func:`dp_gd_sensitivity` and :func:`dp_gd_noise_std` -- the L2 sensitivity of that
+  query and the zCDP noise calibration;
+* :func:`dp_gd_path` -- the numerical core (no privacy logic), every iterate and the
+  clip fraction of every step;
+* :func:`fit_dp_gd` -- the validated public estimator (registry name ``"dp_gd"``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpreg._validation import (
+    check_budget,
+    check_choice,
+    check_positive,
+    check_probability,
+    check_regression,
+    check_rng,
+    check_row_norm_bound,
+    check_trials,
+)
+from dpreg.estimators.registry import register
+from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.privacy.conversions import CONVERSIONS, eps_to_zcdp, zcdp_to_approx_dp
+from dpreg.privacy.gaussian import gaussian_zcdp, zcdp_gaussian_sigma
+from dpreg.results import Fit
+
+CLIP_MODES = ("gradient", "residual")
+_BLOCK_ELEMENTS = 2**19
+NEIGHBOURS = ("replace_one", "zero_out")
+
+__all__ = [
+    "CLIP_MODES",
+    "NEIGHBOURS",
+    "clipped_mean_gradient",
+    "dp_gd_noise_std",
+    "dp_gd_path",
+    "dp_gd_sensitivity",
+    "fit_dp_gd",
+]
+
+
+def clipped_mean_gradient(
+    X: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    clip: float,
+    *,
+    clip_mode: str = "gradient",
+    row_norms: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Average of clipped per-example squared-loss gradients, for many parameters at once.
+
+    Pure numerical core, no validation.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    y : ndarray, shape (n,)
+    theta : ndarray, shape (d, trials)
+        One parameter vector per column.
+    clip : float
+        Clipping level; ``math.inf`` disables clipping.
+    clip_mode : {"gradient", "residual"}
+        ``"gradient"``: clip each per-example gradient
+        :math:`g_i = -x_i (y_i - x_i^\top\theta)` to L2 norm ``clip``,
+        :math:`g_i \min\{1, C/\|g_i\|\}` (Brown et al. 2024, Alg. 1; Lev et al. 2026,
+        Alg. 7). Since :math:`\|g_i\| = \|x_i\|\,|r_i|` this is computed as a rescaling
+        of the residual :math:`r_i` -- no (n, d, trials) tensor is formed.
+        ``"residual"``: clip each residual to :math:`[-C, C]`,
+        :math:`-x_i\,\mathrm{clip}_C(r_i)` (Lev et al.'s released code, notes §8 item 20).
+    row_norms : ndarray, shape (n,), optional
+        Precomputed :math:`\|x_i\|_2` (used by ``"gradient"``).
+
+    Returns
+    -------
+    grad : ndarray, shape (d, trials)
+        :math:`\frac1n\sum_i \mathrm{clip}(g_i)` for each column of ``theta``.
+    clip_fraction : ndarray, shape (trials,)
+        Fraction of the n examples that were clipped (norm or |residual| > ``clip``).
+    """
+    n = X.shape[0]
+    trials = theta.shape[1]
+    if clip_mode == "gradient" and row_norms is None and not math.isinf(clip):
+        row_norms = np.linalg.norm(X, axis=1)
+    grad = np.zeros((X.shape[1], trials))
+    count = np.zeros(trials)
+    # Row blocks of about 2**19 residuals keep the working set in cache; in-place ops
+    # avoid (n, trials) temporaries.
+    block = max(1, _BLOCK_ELEMENTS // max(trials, 1))
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        Xb = X[start:stop]
+        R = Xb @ theta
+        np.subtract(y[start:stop, None], R, out=R)  # residuals r_i
+        if math.isinf(clip):
+            W = R
+        elif clip_mode == "gradient":
+            W = np.abs(R)
+            W *= row_norms[start:stop, None]  # ||g_i|| = ||x_i|| |r_i|
+            count += np.count_nonzero(W > clip, axis=0)
+            # min{1, C/||g||} = C / max{||g||, C}; exactly 1 when not clipped.
+            np.maximum(W, clip, out=W)
+            np.divide(clip, W, out=W)
+            W *= R
+        else:
+            count += np.count_nonzero(np.abs(R) > clip, axis=0)
+            W = np.clip(R, -clip, clip, out=R)
+        grad -= Xb.T @ W
+    grad /= n
+    frac = count / n
+    return grad, frac
+
+
+def dp_gd_sensitivity(
+    clip: float,
+    n: int,
+    *,
+    neighbours: str = "replace_one",
+    clip_mode: str = "gradient",
+    bound_X: float = 1.0,
+) -> float:
+    r"""L2 sensitivity of the averaged clipped gradient :func:`clipped_mean_gradient`.
+
+    Parameters
+    ----------
+    clip : float
+        Clipping level :math:`C` (finite).
+    n : int
+        Number of rows (fixed under both neighbouring relations).
+    neighbours : {"replace_one", "zero_out"}
+        ``"replace_one"``: one row :math:`(x_i, y_i)` replaced by an arbitrary one
+        (Brown et al. 2024; the sensitivity behind Lev et al.'s eq. (157)).
+        ``"zero_out"``: one row replaced by zeros (Lev et al. 2026, §2).
+    clip_mode : {"gradient", "residual"}
+        See :func:`clipped_mean_gradient`.
+    bound_X : float
+        Public bound :math:`C_X \ge \max_i\|x_i\|` (used by ``"residual"`` only).
+
+    Returns
+    -------
+    float
+        :math:`\Delta = m\,B/n` with :math:`m = 2` (replace-one) or 1 (zero-out) and
+        :math:`B = C` (gradient clipping) or :math:`C\,C_X` (residual clipping).
+
+    Notes
+    -----
+    Every clipped per-example term has norm at most :math:`B`: :math:`C` by
+    construction for gradient clipping, :math:`\|x_i\|\,|\mathrm{clip}_C(r_i)| \le C_X C`
+    for residual clipping. The average over the fixed :math:`n` changes in one term.
+    Replacing it moves the average by at most :math:`\|a - b\|/n \le 2B/n`; zeroing the
+    row turns its term into :math:`-0\cdot\mathrm{clip}(y_i - 0) = 0`, so the average
+    moves by at most :math:`B/n`. The zero-out noise variance is therefore 4 times
+    smaller at the same rho. (Add/remove-one neighbours change n and are not covered.)
+    """
+    factor = 2.0 if neighbours == "replace_one" else 1.0
+    per_example = clip * (bound_X if clip_mode == "residual" else 1.0)
+    return factor * per_example / n
+
+
+def dp_gd_noise_std(rho: float, T: int, sensitivity: float) -> float:
+    r"""Per-step std of the noise on the averaged gradient for rho-zCDP over T steps.
+
+    Each step is a Gaussian mechanism with :math:`\rho_{\rm step} = \Delta^2/(2\lambda^2)`
+    (Bun & Steinke 2016, Prop. 1.6); T steps compose to :math:`T\rho_{\rm step}`
+    (Lemma 2.3). Setting :math:`T\rho_{\rm step} = \rho` gives
+    :math:`\lambda = \Delta\sqrt{T/(2\rho)}`. With replace-one gradient clipping
+    (:math:`\Delta = 2\gamma/n`) this is :math:`\lambda^2 = 2T\gamma^2/(\rho n^2)`, Brown
+    et al. (2024), Lemma 2.1, exactly. The returned value is nudged up (by ulps) so
+    that ``T * gaussian_zcdp(lambda, Delta) <= rho`` holds in floating point.
+
+    Returns 0 for ``rho = inf``.
+    """
+    if math.isinf(rho):
+        return 0.0
+    sigma = zcdp_gaussian_sigma(rho / T, sensitivity)
+    while T * gaussian_zcdp(sigma, sensitivity) > rho:
+        sigma = float(np.nextafter(sigma, math.inf))
+    return sigma
+
+
+def dp_gd_path(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    rng: np.random.Generator,
+    trials: int,
+    T: int,
+    step: float,
+    clip: float,
+    noise_std: float,
+    theta0: np.ndarray | None = None,
+    clip_mode: str = "gradient",
+    return_path: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Run DP-GD on the squared loss for ``trials`` independent noise draws.
+
+    Numerical core (no validation, no privacy logic): for :math:`t = 0,\dots,T-1`
+
+    .. math::
+
+        \theta_{t+1} = \theta_t - b\,\bar g_t(\theta_t) + b\,\lambda z_t,
+        \qquad z_t \sim \mathcal N(0, I_d),
+
+    with :math:`\bar g_t` from :func:`clipped_mean_gradient`. This is Brown et al.
+    (2024), Algorithm 1 (:math:`b = \eta`, noise :math:`z_t\sim N(0,\lambda^2 I)`) and
+    Lev et al. (2026), Algorithm 7 (:math:`\hat\theta_{t+1} = \hat\theta_t +
+    b(Z_t - \bar G_t)`, :math:`Z_t\sim N(0,\sigma^2 I)`; the
+    :math:`\hat\theta_{t-1}` inside :math:`\bar G_t` is read as :math:`\hat\theta_t`,
+    notes §2.9).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    y : ndarray, shape (n,)
+    rng : numpy.random.Generator
+        Draw order: one ``(trials, d)`` standard-normal block per step (none when
+        ``noise_std == 0``), so runs with the same seed share their noise whatever the
+        clipping (the coupling of Brown et al., Lemma 2.2).
+    trials : int
+        Independent runs, vectorised as the columns of a ``(d, trials)`` parameter
+        matrix: each step is two ``(n, d) @ (d, trials)``-sized products.
+    T : int
+        Number of steps (>= 0).
+    step : float
+        Step size (learning rate) :math:`b`.
+    clip : float
+        Clipping level (``math.inf``: no clipping).
+    noise_std : float
+        :math:`\lambda`, std of the noise added to the averaged gradient (the noise on
+        :math:`\theta` has std ``step * noise_std``).
+    theta0 : ndarray, shape (d,) or (trials, d), optional
+        Initial point; default zero.
+    clip_mode : {"gradient", "residual"}
+        See :func:`clipped_mean_gradient`.
+    return_path : bool
+        Return all iterates (default) or only the last one.
+
+    Returns
+    -------
+    path : ndarray, shape (trials, T + 1, d) or (trials, d)
+        All iterates :math:`\theta_0,\dots,\theta_T` (``return_path=True``), else
+        :math:`\theta_T`.
+    clip_fraction : ndarray, shape (trials, T)
+        Fraction of examples clipped at each step.
+    """
+    n, d = X.shape
+    if theta0 is None:
+        theta = np.zeros((d, trials))
+    else:
+        theta = np.array(np.broadcast_to(np.asarray(theta0, dtype=np.float64), (trials, d)).T)
+    row_norms = np.linalg.norm(X, axis=1)
+    path = np.empty((trials, T + 1, d)) if return_path else None
+    if path is not None:
+        path[:, 0, :] = theta.T
+    clip_fraction = np.empty((trials, T))
+    for t in range(T):
+        grad, frac = clipped_mean_gradient(
+            X, y, theta, clip, clip_mode=clip_mode, row_norms=row_norms
+        )
+        clip_fraction[:, t] = frac
+        theta = theta - step * grad
+        if noise_std > 0.0:
+            theta += (step * noise_std) * rng.standard_normal((trials, d)).T
+        if path is not None:
+            path[:, t + 1, :] = theta.T
+    if path is not None:
+        return path, clip_fraction
+    return np.ascontiguousarray(theta.T), clip_fraction
+
+
+@register("dp_gd")
+def fit_dp_gd(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    budget: ApproxDP | ZCDP,
+    rng: np.random.Generator,
+    trials: int = 1,
+    bound_X: float = 1.0,
+    bound_y: float = 1.0,
+    T: int = 3,
+    step: float = 0.25,
+    clip: float = 1.0,
+    sensitivity: str = "replace_one",
+    conversion: str = "simple",
+    clip_mode: str = "gradient",
+    theta0: np.ndarray | None = None,
+    return_path: bool = False,
+) -> Fit:
+    r"""DP-GD for least squares (Brown et al. 2024, Alg. 1; Lev et al. 2026, Alg. 7).
+
+    Defaults are Lev et al.'s baseline (App. H/J): ``T = 3``, ``step = 0.25``,
+    ``clip = 1``, :math:`\theta_0 = 0`, replace-one sensitivity and the simple
+    zCDP conversion, i.e. their eq. (157). For Brown et al. pass a ``ZCDP`` budget,
+    ``clip = gamma`` (e.g. :math:`5\sqrt p`), ``step = eta`` and ``T``.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Design, rows with :math:`\|x_i\|_2 \le` ``bound_X``; ``n >= d``.
+    y : array_like, shape (n,)
+        Responses with :math:`|y_i| \le` ``bound_y``.
+    budget : ZCDP or ApproxDP
+        Total budget of one run (all T steps). A ``ZCDP`` budget is used as is; an
+        ``ApproxDP`` one is converted to :math:`\rho` = ``eps_to_zcdp(epsilon, delta,
+        method=conversion)``. Infinite budgets give noiseless (plain, clipped) GD.
+    rng : numpy.random.Generator
+        Source of all noise (see :func:`dp_gd_path` for the draw order).
+    trials : int, default 1
+        Independent runs, vectorised.
+    bound_X, bound_y : float, default 1.0
+        Public data bounds. They are checked (never used to clip the data); only
+        ``clip_mode="residual"`` uses ``bound_X`` in its sensitivity.
+    T : int, default 3
+        Number of noisy gradient steps (all of them are released).
+    step : float, default 0.25
+        Learning rate (:math:`b` in Lev et al., :math:`\eta` in Brown et al.).
+    clip : float, default 1.0
+        Clipping level (:math:`C`, :math:`\gamma`). ``math.inf`` (no clipping) has
+        unbounded sensitivity and is only allowed with an infinite budget.
+    sensitivity : {"replace_one", "zero_out"}, default "replace_one"
+        Neighbouring relation, see :func:`dp_gd_sensitivity`: :math:`\Delta = 2C/n`
+        (the paper's eq. (157), Brown et al.'s Lemma 2.1) or :math:`C/n` (Lev et al.'s
+        zero-out relation, under which eq. (157) is 4 times too large in variance).
+    conversion : {"simple", "tight"}, default "simple"
+        zCDP -> (epsilon, delta) conversion for ``ApproxDP`` budgets: ``"simple"`` is
+        Bun & Steinke (2016), Prop. 1.3, as in eq. (157) (notes §3.3); ``"tight"`` is
+        Canonne, Kamath & Steinke (2020), Cor. 13 (less noise, same guarantee).
+    clip_mode : {"gradient", "residual"}, default "gradient"
+        Per-example gradient-norm clipping as in Algorithm 7 / Brown et al. (default),
+        or entrywise residual clipping as in Lev et al.'s released code (notes §8 item
+        20); with ``bound_X = 1`` both have the same sensitivity.
+    theta0 : array_like, shape (d,), optional
+        Initial point; default zero (both papers).
+    return_path : bool, default False
+        Store all iterates in ``Fit.path``.
+
+    Returns
+    -------
+    Fit
+        ``theta`` (trials, d) the final iterate :math:`\theta_T`; ``path`` (trials,
+        T + 1, d) with :math:`\theta_0,\dots,\theta_T` if ``return_path``;
+        ``budget_spent = ZCDP(T * rho_step)`` (what the Gaussian accountant certifies,
+        <= the requested rho); diagnostics: ``noise_std`` (:math:`\lambda`, on the
+        averaged gradient), ``noise_std_theta`` (``step * noise_std``),
+        ``sensitivity`` (:math:`\Delta`), ``rho_step``, ``rho_total``,
+        ``approx_dp`` (the ``ApproxDP`` it converts to at the budget's delta, for
+        ``ApproxDP`` budgets, else ``None``), ``clip_fraction`` (trials, T),
+        ``neighbours``, ``conversion``, ``clip_mode``, ``T``, ``step``, ``clip``.
+
+    Raises
+    ------
+    TypeError
+        If ``budget`` is not a ``ZCDP``/``ApproxDP`` or ``rng`` is not a Generator.
+    ValueError
+        On bad shapes, non-finite data, ``n < d``, data outside the public bounds, a
+        bad ``T``/``step``/``clip``/``trials``/``theta0``, an unknown option, or
+        ``clip = inf`` with a finite budget.
+
+    Notes
+    -----
+    *Privacy.* Step t releases :math:`\bar g_t(\theta_t) + \lambda z_t`; given the
+    (public) past iterates this is a Gaussian mechanism on a query of sensitivity
+    :math:`\Delta` (:func:`dp_gd_sensitivity`), hence :math:`\Delta^2/(2\lambda^2)`-zCDP
+    (Bun & Steinke 2016, Prop. 1.6); adaptive composition over T steps adds (Lemma
+    2.3), and every iterate is post-processing. :math:`\lambda` is set by
+    :func:`dp_gd_noise_std` so that :math:`T\Delta^2/(2\lambda^2) = \rho`.
+
+    *Equivalence with the papers.* Replace-one, gradient clipping:
+    :math:`\lambda^2 = T\Delta^2/(2\rho) = 2TC^2/(\rho n^2)`, which is Brown et al.'s
+    Lemma 2.1 (:math:`\lambda^2 = 2T\gamma^2/(\rho n^2)`) with :math:`\gamma = C`.
+    With the simple conversion :math:`\sqrt\rho = \sqrt{\varepsilon + \log(1/\delta)}
+    - \sqrt{\log(1/\delta)}`, which turns it into Lev et al.'s eq. (157),
+    :math:`\sigma^2 = 2TC^2/(n^2(\sqrt{\varepsilon+\log(1/\delta)}-\sqrt{\log(1/\delta)})^2)`.
+    Both identities are tested.
+
+    References
+    ----------
+    .. [1] G. Brown, K. Dvijotham, G. Evans, D. Liu, A. Smith, A. Thakurta, "Private
+       gradient descent for linear regression: tighter error bounds and
+       instance-specific uncertainty estimation", ICML 2024, Algorithm 1, Lemma 2.1.
+    .. [2] O. Lev et al., "Near-optimal private linear regression via iterative Hessian
+       mixing", 2026, Algorithm 7, eq. (157), Appendices H and J.
+    .. [3] M. Bun, T. Steinke, "Concentrated differential privacy: simplifications,
+       extensions, and lower bounds", TCC 2016, Props. 1.3 and 1.6, Lemma 2.3.
+    """
+    check_budget(budget, (ZCDP, ApproxDP))
+    X, y = check_regression(X, y, require_full_rank=False)
+    check_row_norm_bound(X, bound_X, "X", "bound_X")
+    check_row_norm_bound(y, bound_y, "y", "bound_y")
+    trials = check_trials(trials)
+    rng = check_rng(rng)
+    if isinstance(T, bool) or not isinstance(T, int | np.integer) or T < 1:
+        raise ValueError(f"T must be a positive integer (number of steps); got {T!r}")
+    T = int(T)
+    step = check_positive(step, "step")
+    clip = check_positive(clip, "clip", allow_inf=True)
+    check_choice(sensitivity, "sensitivity", NEIGHBOURS)
+    check_choice(conversion, "conversion", CONVERSIONS)
+    check_choice(clip_mode, "clip_mode", CLIP_MODES)
+    n, d = X.shape
+    if theta0 is not None:
+        theta0 = np.asarray(theta0, dtype=np.float64)
+        if theta0.shape != (d,) or not np.all(np.isfinite(theta0)):
+            raise ValueError(f"theta0 must be a finite vector of shape ({d},); got {theta0!r}")
+
+    if isinstance(budget, ZCDP):
+        rho = budget.rho
+    else:
+        check_probability(budget.delta, "budget.delta")
+        rho = eps_to_zcdp(budget.epsilon, budget.delta, method=conversion)
+    if math.isinf(clip) and not math.isinf(rho):
+        raise ValueError(
+            "clip=inf (no clipping) has unbounded sensitivity, so no finite budget can be"
+            " certified; use a finite clip, or an infinite budget for noiseless GD"
+        )
+
+    if math.isinf(clip):
+        delta_sens = math.inf
+        noise_std = 0.0
+        rho_step = math.inf
+    else:
+        delta_sens = dp_gd_sensitivity(
+            clip, n, neighbours=sensitivity, clip_mode=clip_mode, bound_X=bound_X
+        )
+        noise_std = dp_gd_noise_std(rho, T, delta_sens)
+        rho_step = math.inf if noise_std == 0.0 else gaussian_zcdp(noise_std, delta_sens)
+    spent = ZCDP(T * rho_step)
+    approx = None
+    if isinstance(budget, ApproxDP):
+        approx = (
+            ApproxDP(math.inf, budget.delta)
+            if spent.is_infinite
+            else zcdp_to_approx_dp(spent, budget.delta, conversion)
+        )
+
+    out, clip_fraction = dp_gd_path(
+        X,
+        y,
+        rng=rng,
+        trials=trials,
+        T=T,
+        step=step,
+        clip=clip,
+        noise_std=noise_std,
+        theta0=theta0,
+        clip_mode=clip_mode,
+        return_path=return_path,
+    )
+    theta = np.ascontiguousarray(out[:, -1, :]) if return_path else out
+    return Fit(
+        theta=theta,
+        budget_spent=spent,
+        estimator="dp_gd",
+        path=out if return_path else None,
+        diagnostics={
+            "noise_std": float(noise_std),
+            "noise_std_theta": float(step * noise_std),
+            "sensitivity": float(delta_sens),
+            "rho_step": float(rho_step),
+            "rho_total": float(spent.rho),
+            "approx_dp": approx,
+            "clip_fraction": clip_fraction,
+            "neighbours": sensitivity,
+            "conversion": conversion,
+            "clip_mode": clip_mode,
+            "T": T,
+            "step": float(step),
+            "clip": float(clip),
+        },
+    )

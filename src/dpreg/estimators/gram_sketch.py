@@ -1,0 +1,273 @@
+r"""Exact samplers for Gaussian sketches with Gaussian mixing, via one Gram pass.
+
+The Gaussian-mixing mechanisms of Lev et al. (2025, 2026) release a sketch
+:math:`\widetilde A = S A + \eta\,\xi` of a data matrix :math:`A \in \mathbb R^{n\times p}`
+(``A = X`` in Iterative Hessian Mixing, Lev et al. 2026, Algorithm 1, line 5;
+``A = [X, Y]`` in Linear Mixing, Algorithm 4, line 3), with
+:math:`S \sim \mathcal N(0, I_{k\times n})` and :math:`\xi \sim \mathcal N(0, I_{k\times p})`
+independent. The downstream estimators only use the Gram matrix
+:math:`\widetilde A^\top \widetilde A` (and its blocks). Forming :math:`S A` costs
+:math:`O(k n p)` time and :math:`k n` Gaussian draws per sketch; this module samples
+the same random matrix exactly from :math:`G = A^\top A`, computed once per dataset.
+
+**Exactness.** Write :math:`\widetilde A = [S,\ \xi]\,[A;\ \eta I_p]`. The rows
+:math:`(s_i, \xi_i)` of :math:`[S,\ \xi]` are iid :math:`\mathcal N(0, I_{n+p})`, so row
+:math:`i` of :math:`\widetilde A` is the linear image
+:math:`\tilde a_i = A^\top s_i + \eta\,\xi_i \sim \mathcal N(0,\ A^\top A + \eta^2 I_p)`,
+and the :math:`k` rows are independent. Hence :math:`\widetilde A` has exactly the
+distribution of :math:`k` iid rows :math:`\mathcal N(0, \Sigma)`,
+:math:`\Sigma = G + \eta^2 I_p`, and depends on the data only through :math:`G`.
+
+Let :math:`G = V\,\mathrm{diag}(w)\,V^\top` (eigendecomposition, one per dataset) and
+:math:`L_\eta = V\,\mathrm{diag}(\sqrt{w + \eta^2})`, so :math:`L_\eta L_\eta^\top = \Sigma`
+for every :math:`\eta` (no per-trial factorisation; :math:`G` may be singular). With
+:math:`Z \in \mathbb R^{k\times p}` iid :math:`\mathcal N(0, 1)`, the rows of
+:math:`Z L_\eta^\top` are iid :math:`\mathcal N(0, \Sigma)`: this is :func:`sample_sketch_rows`
+(cost :math:`O(k p^2)`). Then
+
+.. math::
+
+    \widetilde A^\top \widetilde A \overset{d}{=} L_\eta\,(Z^\top Z)\,L_\eta^\top,
+    \qquad Z^\top Z \sim \mathrm{Wishart}_p(k, I_p),
+
+and for :math:`k \ge p` the Bartlett decomposition (Bartlett 1933; Anderson 2003,
+Cor. 7.2.1) gives :math:`Z^\top Z \overset{d}{=} B B^\top` with :math:`B` lower triangular,
+:math:`B_{ii} = \sqrt{c_i}`, :math:`c_i \sim \chi^2_{k-i}` (:math:`i = 0, \dots, p-1`), and
+:math:`B_{ij} \sim \mathcal N(0, 1)` for :math:`i > j`, all independent. This is
+:func:`sample_sketch_gram` with ``method="bartlett"`` (cost :math:`O(p^3)`, only
+:math:`p(p+1)/2` draws, independent of both :math:`n` and :math:`k`).
+
+:func:`direct_sketch_gram` is the reference: it draws :math:`S` explicitly, in blocks of
+rows of :math:`A` (so the :math:`k\times n` matrix never has to fit in memory), and
+accumulates :math:`S A = \sum_J S_{:,J} A_J`.
+
+References
+----------
+.. [1] O. Lev, M. Shenfeld, V. Srinivasan, K. Ligett, A. C. Wilson, "Near-optimal
+   private linear regression via iterative Hessian mixing", 2026, Algorithms 1, 3, 4.
+.. [2] M. S. Bartlett, "On the theory of statistical regression", Proc. Roy. Soc.
+   Edinburgh 53 (1933); T. W. Anderson, *An Introduction to Multivariate Statistical
+   Analysis*, 3rd ed., Wiley 2003, Section 7.2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "GRAM_METHODS",
+    "GramFactor",
+    "direct_sketch",
+    "direct_sketch_gram",
+    "gram_factor",
+    "sample_sketch_gram",
+    "sample_sketch_rows",
+]
+
+GRAM_METHODS = ("bartlett", "rows")
+
+_BLOCK_ELEMENTS = 1 << 21  # entries of S drawn per block in the direct sampler (16 MB)
+
+
+@dataclass(frozen=True)
+class GramFactor:
+    r"""Eigendecomposition :math:`G = V\,\mathrm{diag}(w)\,V^\top` of a Gram matrix.
+
+    Attributes
+    ----------
+    eigenvalues : ndarray, shape (p,)
+        :math:`w`, clamped at 0 (round-off can make the smallest ones slightly negative).
+    eigenvectors : ndarray, shape (p, p)
+        :math:`V`, orthonormal columns.
+    """
+
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+
+    @property
+    def dim(self) -> int:
+        """Number of columns ``p`` of the sketched matrix."""
+        return int(self.eigenvalues.shape[0])
+
+    def factor(self, noise_var: np.ndarray) -> np.ndarray:
+        r"""Square roots :math:`L_\eta = V\,\mathrm{diag}(\sqrt{w + \eta^2})`, (trials, p, p)."""
+        scale = np.sqrt(self.eigenvalues[None, :] + noise_var[:, None])
+        return self.eigenvectors[None, :, :] * scale[:, None, :]
+
+
+def gram_factor(A: np.ndarray | None = None, *, gram: np.ndarray | None = None) -> GramFactor:
+    r"""Factor :math:`G = A^\top A` once per dataset (an :math:`O(n p^2)` pass).
+
+    Parameters
+    ----------
+    A : ndarray, shape (n, p), optional
+        Data matrix to be sketched.
+    gram : ndarray, shape (p, p), optional
+        :math:`A^\top A` if already computed (symmetric positive semi-definite). Give
+        exactly one of ``A`` and ``gram``.
+
+    Returns
+    -------
+    GramFactor
+    """
+    if (A is None) == (gram is None):
+        raise ValueError("give exactly one of A (the data matrix) and gram (A^T A)")
+    G = A.T @ A if gram is None else np.asarray(gram, dtype=np.float64)
+    G = 0.5 * (G + G.T)
+    w, V = np.linalg.eigh(G)
+    return GramFactor(eigenvalues=np.maximum(w, 0.0), eigenvectors=V)
+
+
+def _noise_var(noise_std: np.ndarray | float, trials: int | None) -> np.ndarray:
+    s = np.atleast_1d(np.asarray(noise_std, dtype=np.float64))
+    if trials is not None and s.size == 1:
+        s = np.full(trials, float(s[0]))
+    if s.ndim != 1 or not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError("noise_std must be finite, non-negative, one value per trial")
+    return s * s
+
+
+def sample_sketch_rows(
+    factor: GramFactor, noise_std: np.ndarray | float, k: int, rng: np.random.Generator
+) -> np.ndarray:
+    r"""Sample sketches :math:`S A + \eta\,\xi` exactly in distribution, one per trial.
+
+    Parameters
+    ----------
+    factor : GramFactor
+        From :func:`gram_factor` of the data matrix :math:`A` (n, p).
+    noise_std : float or ndarray, shape (trials,)
+        Mixing noise :math:`\eta \ge 0` of each trial.
+    k : int
+        Sketch size (rows).
+    rng : numpy.random.Generator
+        Draws ``Z`` of shape (trials, k, p).
+
+    Returns
+    -------
+    ndarray, shape (trials, k, p)
+        Rows iid :math:`\mathcal N(0, A^\top A + \eta^2 I_p)` (see the module docstring).
+    """
+    var = _noise_var(noise_std, None)
+    L = factor.factor(var)  # (trials, p, p)
+    Z = rng.standard_normal((var.size, int(k), factor.dim))
+    return Z @ L.transpose(0, 2, 1)
+
+
+def sample_sketch_gram(
+    factor: GramFactor,
+    noise_std: np.ndarray | float,
+    k: int,
+    rng: np.random.Generator,
+    method: str = "bartlett",
+) -> np.ndarray:
+    r"""Sample :math:`(SA + \eta\xi)^\top (SA + \eta\xi)` exactly in distribution, per trial.
+
+    Parameters
+    ----------
+    factor : GramFactor
+        From :func:`gram_factor` of the data matrix :math:`A` (n, p).
+    noise_std : float or ndarray, shape (trials,)
+        Mixing noise :math:`\eta \ge 0` of each trial.
+    k : int
+        Sketch size (rows of :math:`S`).
+    rng : numpy.random.Generator
+        Source of randomness.
+    method : {"bartlett", "rows"}
+        ``"bartlett"``: :math:`L_\eta B B^\top L_\eta^\top` with the Bartlett factor
+        :math:`B` of :math:`\mathrm{Wishart}_p(k, I)`, :math:`O(p^3)` per trial (needs
+        :math:`k \ge p`; falls back to ``"rows"`` otherwise). ``"rows"``: the Gram
+        matrix of :func:`sample_sketch_rows`, :math:`O(k p^2)` per trial. Both are exact
+        (module docstring); they consume the generator differently.
+
+    Returns
+    -------
+    ndarray, shape (trials, p, p)
+        Symmetric positive semi-definite; a draw from
+        :math:`\mathrm{Wishart}_p(k,\ A^\top A + \eta^2 I_p)` per trial.
+    """
+    if method not in GRAM_METHODS:
+        raise ValueError(f"method must be one of {GRAM_METHODS}; got {method!r}")
+    k = int(k)
+    var = _noise_var(noise_std, None)
+    p = factor.dim
+    L = factor.factor(var)  # (trials, p, p)
+    if method == "rows" or k < p:
+        Z = rng.standard_normal((var.size, k, p))
+        W = Z.transpose(0, 2, 1) @ Z
+    else:
+        trials = var.size
+        B = np.zeros((trials, p, p))
+        diag = np.sqrt(rng.chisquare(k - np.arange(p, dtype=np.float64), size=(trials, p)))
+        idx = np.arange(p)
+        B[:, idx, idx] = diag
+        rows, cols = np.tril_indices(p, -1)
+        B[:, rows, cols] = rng.standard_normal((trials, rows.size))
+        W = B @ B.transpose(0, 2, 1)
+    out = L @ W @ L.transpose(0, 2, 1)
+    return 0.5 * (out + out.transpose(0, 2, 1))
+
+
+def direct_sketch(A: np.ndarray, noise_std: float, k: int, rng: np.random.Generator) -> np.ndarray:
+    r"""One explicit sketch :math:`S A + \eta\,\xi` (the reference sampler).
+
+    :math:`S \sim \mathcal N(0, I_{k\times n})` is drawn in column blocks :math:`S_{:,J}`
+    matched to row blocks :math:`A_J` of at most ``2**21 / k`` rows, and
+    :math:`SA = \sum_J S_{:,J} A_J` is accumulated, so memory stays bounded for any
+    ``n`` (Lev et al. 2026, Algorithm 1, line 5; notes §5.1 memory note). Then
+    :math:`\xi \sim \mathcal N(0, I_{k\times p})` is drawn. Cost :math:`O(k n p)`.
+
+    Parameters
+    ----------
+    A : ndarray, shape (n, p)
+        Data matrix.
+    noise_std : float
+        :math:`\eta \ge 0`.
+    k : int
+        Sketch size.
+    rng : numpy.random.Generator
+        Source of ``S`` (block by block, in row order of ``A``) then ``xi``.
+
+    Returns
+    -------
+    ndarray, shape (k, p)
+    """
+    k = int(k)
+    n, p = A.shape
+    block = max(1, _BLOCK_ELEMENTS // k)
+    SA = np.zeros((k, p))
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        SA += rng.standard_normal((k, stop - start)) @ A[start:stop]
+    return SA + float(noise_std) * rng.standard_normal((k, p))
+
+
+def direct_sketch_gram(
+    A: np.ndarray, noise_std: np.ndarray | float, k: int, rng: np.random.Generator
+) -> np.ndarray:
+    r"""Gram matrices of explicit sketches, one per trial (the reference sampler).
+
+    Parameters
+    ----------
+    A : ndarray, shape (n, p)
+        Data matrix.
+    noise_std : float or ndarray, shape (trials,)
+        :math:`\eta \ge 0` per trial.
+    k : int
+        Sketch size.
+    rng : numpy.random.Generator
+        Source of randomness (trial by trial, see :func:`direct_sketch`).
+
+    Returns
+    -------
+    ndarray, shape (trials, p, p)
+        :math:`\widetilde A^\top \widetilde A` with :math:`\widetilde A = S A + \eta\,\xi`.
+    """
+    var = _noise_var(noise_std, None)
+    out = np.empty((var.size, A.shape[1], A.shape[1]))
+    for t, v in enumerate(var):
+        sk = direct_sketch(A, float(np.sqrt(v)), k, rng)
+        out[t] = sk.T @ sk
+    return out

@@ -1,0 +1,613 @@
+r"""Iterative Hessian Mixing (IHM; Lev et al. 2026, Algorithm 1).
+
+IHM is a private iterative Hessian sketch (Pilanci & Wainwright 2016). After a private
+test of the smallest eigenvalue of :math:`X^\top X` (Algorithm 2) fixes a mixing noise
+:math:`\eta`, each of :math:`T` iterations draws a fresh Gaussian-mixing sketch
+:math:`\widetilde X_t = S_t X + \eta\,\xi_t` (:math:`k\times d`), a residual-clipped
+Gaussian-noised gradient :math:`\widetilde G_t`, and takes the Newton-like step
+:math:`\hat\theta_{t+1} = \hat\theta_t + (\tfrac1k \widetilde X_t^\top\widetilde X_t)^{-1}
+\widetilde G_t`.
+
+The module is layered as the project's conventions ask:
+
+* :func:`ihm_sketch_size`, :func:`ihm_tau` -- public hyperparameters (§5, Theorem 1);
+* :func:`mixing_rdp`, :func:`ihm_privacy_pieces` -- the accountant (Lemma 1, Lemma 3,
+  eqs. 39--42) for given noise levels;
+* :func:`ihm_gamma`, :func:`ihm_sigma`, :func:`ihm_calibration` -- the noise levels
+  for a budget, exact (numeric) or Theorem 1's closed forms;
+* :func:`fit_ihm` -- the validated public estimator (registry name ``"ihm"``).
+
+The sketches are sampled exactly from the Gram matrix (:mod:`dpreg.estimators.gram_sketch`)
+or, for reference, explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special
+
+from dpreg._validation import (
+    check_budget,
+    check_choice,
+    check_positive,
+    check_probability,
+    check_regression,
+    check_rng,
+    check_row_norm_bound,
+    check_trials,
+)
+from dpreg.estimators.gram_sketch import direct_sketch_gram, gram_factor, sample_sketch_gram
+from dpreg.estimators.registry import register
+from dpreg.privacy.budgets import ApproxDP
+from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
+from dpreg.results import Fit
+
+GAMMA_METHODS = ("rdp", "closed_form")
+VARIANTS = ("experiments", "paper")
+SAMPLERS = ("gram", "direct")
+
+#: Smallest admissible mixing level: Proposition 5 (Lev et al. 2025) needs gamma > 5/2.
+GAMMA_MIN = 2.5
+
+__all__ = [
+    "GAMMA_METHODS",
+    "GAMMA_MIN",
+    "SAMPLERS",
+    "VARIANTS",
+    "IHMCalibration",
+    "fit_ihm",
+    "ihm_calibration",
+    "ihm_gamma",
+    "ihm_privacy_pieces",
+    "ihm_sigma",
+    "ihm_sketch_size",
+    "ihm_tau",
+    "mixing_rdp",
+]
+
+
+# ------------------------------------------------------------------- hyperparameters
+
+
+def _check_int(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def ihm_sketch_size(d: int, T: int, failure_prob: float) -> int:
+    r"""Default sketch size :math:`k = \lfloor 6\max\{d, \log(4T/\varrho)\}\rfloor`.
+
+    Lev et al. (2026), §5 (the factor 6 is Pilanci & Wainwright's rule of thumb); the
+    authors' code truncates with ``int()`` (notes §8 item 1; App. H's
+    :math:`\log(2T/\varrho)` is not used). ``int(6 max(a, b)) == max(int(6a), int(6b))``.
+    """
+    return int(6.0 * max(float(d), math.log(4.0 * T / failure_prob)))
+
+
+def ihm_tau(delta: float, failure_prob: float) -> float:
+    r"""Shift of the eigenvalue test, :math:`\tau = \sqrt{2\log\max\{4/\delta, 4/\varrho\}}`.
+
+    Lev et al. (2026), Theorem 1. Algorithm 2 then gives
+    :math:`\Pr(\tilde\lambda > \lambda_{\min}) \le \tfrac12 e^{-\tau^2/2}
+    \le \min\{\delta, \varrho\}/8`.
+    """
+    return math.sqrt(2.0 * math.log(max(4.0 / delta, 4.0 / failure_prob)))
+
+
+# ------------------------------------------------------------------------ accountant
+
+
+def mixing_rdp(alpha: np.ndarray | float, k: float, gamma: float) -> np.ndarray:
+    r"""RDP of one Gaussian-mixing sketch, :math:`\varphi(\alpha; k, \gamma)` (Lemma 1).
+
+    .. math::
+
+        \varphi(\alpha;k,\gamma) = \frac{k\alpha}{2(\alpha-1)}\log\Bigl(1-\frac1\gamma\Bigr)
+        - \frac{k}{2(\alpha-1)}\log\Bigl(1-\frac\alpha\gamma\Bigr),\qquad 1<\alpha<\gamma,
+
+    valid when :math:`\max_i\|x_i\|\le1` and :math:`\lambda_{\min}(X^\top X)+\eta^2\ge\gamma`
+    (Lev et al. 2025, Lemma 1 = Lev et al. 2026, Lemma 1). ``+inf`` outside the range.
+    """
+    a = np.asarray(alpha, dtype=np.float64)
+    u = a - 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        val = (k / (2.0 * u)) * (a * math.log1p(-1.0 / gamma) - np.log1p(-a / gamma))
+    return np.where((a > 1.0) & (a < gamma), val, np.inf)
+
+
+def _mixing_objective(t: np.ndarray | float, k: int, T: int, gamma: float, log_inv_delta: float):
+    r"""Eq. (39)'s objective at :math:`\alpha = 1 + (\gamma-1)\,\mathrm{expit}(t)`, stably.
+
+    ``t`` ranges over the reals, so every order in :math:`(1, \gamma)` is reachable;
+    :math:`\log(1-\alpha/\gamma)` is computed as
+    :math:`\log(\gamma-1) + \log\mathrm{expit}(-t) - \log\gamma` (no cancellation).
+    """
+    t = np.asarray(t, dtype=np.float64)
+    g1 = gamma - 1.0
+    log_u = math.log(g1) + special.log_expit(t)
+    u = np.exp(log_u)
+    log_1m_a_over_g = math.log(g1) + special.log_expit(-t) - math.log(gamma)
+    phi = (k / (2.0 * u)) * ((1.0 + u) * math.log1p(-1.0 / gamma) - log_1m_a_over_g)
+    log1p_u = np.log1p(u)
+    conversion = (log_inv_delta - log1p_u) / u + log_u - log1p_u
+    return T * phi + conversion
+
+
+_T_GRID = np.linspace(-40.0, 40.0, 801)
+
+
+def _mixing_epsilon(gamma: float, k: int, T: int, delta_conv: float) -> tuple[float, float]:
+    """``(epsilon, alpha)``: eq. (39) minimised over ``1 < alpha < gamma``."""
+    log_inv_delta = -math.log(delta_conv)
+    values = _mixing_objective(_T_GRID, k, T, gamma, log_inv_delta)
+    j = int(np.nanargmin(values))
+    lo, hi = _T_GRID[max(j - 1, 0)], _T_GRID[min(j + 1, _T_GRID.size - 1)]
+    res = optimize.minimize_scalar(
+        lambda t: float(_mixing_objective(t, k, T, gamma, log_inv_delta)),
+        bounds=(lo, hi),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    t_best, eps = (float(res.x), float(res.fun)) if res.fun < values[j] else (_T_GRID[j], values[j])
+    alpha = 1.0 + (gamma - 1.0) * float(special.expit(t_best))
+    return max(float(eps), 0.0), alpha
+
+
+def ihm_privacy_pieces(
+    gamma: float, sigma: float, *, k: int, T: int, clip: float, delta: float
+) -> dict[str, float]:
+    r"""Certified :math:`(\varepsilon, \delta)` of one IHM run with noise levels ``(gamma, sigma)``.
+
+    Basic composition (Lev et al. 2026, App. C.1.1, eq. 41) of three pieces, with the
+    delta split of the notes §8 item 2 (:math:`\delta/4` each for the eigenvalue test,
+    the failure event :math:`\{\tilde\lambda > \lambda_{\min}\}`, the RDP-to-DP
+    conversion of the sketches and that of the gradients):
+
+    * **eigenvalue test** (Algorithm 2 with noise :math:`\gamma/\sqrt k`, sensitivity
+      :math:`C_X^2 = 1` by Weyl's inequality): the *exact* Gaussian privacy profile
+      (Balle & Wang 2018, Thm 8) at :math:`\delta/4`. The paper (eq. 42) and the code use
+      the classic bound :math:`\sqrt{2k\log(5/\delta)}/\gamma`, which is larger whenever it
+      is valid (it needs that value below 1);
+    * **T sketches** (line 5): on the good event :math:`\lambda_{\min}+\eta^2 \ge \gamma`
+      each is :math:`(\alpha, \varphi(\alpha;k,\gamma))`-RDP (Lemma 1), composition adds,
+      and Canonne--Kamath--Steinke (2020, Prop. 12; Lemma 3) converts at :math:`\delta/4`:
+      :math:`\min_{1<\alpha<\gamma} T\varphi(\alpha;k,\gamma) +
+      \frac{\log(4/\delta)+(\alpha-1)\log(1-1/\alpha)-\log\alpha}{\alpha-1}` (eq. 39);
+    * **T gradients** (line 6): under zero-out,
+      :math:`\|X^\top\mathrm{clip}_C(Y - X\theta) - X'^\top\mathrm{clip}_C(Y'-X'\theta)\|
+      = \|x_i\|\,|\mathrm{clip}_C(y_i - x_i^\top\theta)| \le C` for every :math:`\theta`
+      (eq. 35), so T Gaussian steps of scale :math:`\sigma` are one Gaussian mechanism
+      with sensitivity :math:`\sqrt T C`; its exact profile is used at :math:`\delta/4`.
+
+    Parameters
+    ----------
+    gamma, sigma : float
+        Mixing level and gradient noise scale (> 0).
+    k, T : int
+        Sketch size and iterations.
+    clip : float
+        Residual clip level :math:`C`.
+    delta : float
+        Total delta.
+
+    Returns
+    -------
+    dict
+        ``epsilon_eigen``, ``epsilon_mixing``, ``epsilon_gradient``, ``epsilon`` (sum),
+        ``alpha_mixing`` (optimal order), ``delta_eigen``, ``delta_failure``,
+        ``delta_mixing``, ``delta_gradient`` and ``delta`` (sum).
+    """
+    if not gamma > 1.0:
+        raise ValueError(f"gamma must exceed 1 (Lemma 1 needs 1 < alpha < gamma); got {gamma!r}")
+    dq = delta / 4.0
+    eps_eig = gaussian_epsilon(gamma / math.sqrt(k), dq, 1.0)
+    eps_mix, alpha = _mixing_epsilon(gamma, k, T, dq)
+    eps_grad = gaussian_epsilon(sigma, dq, math.sqrt(T) * clip)
+    return {
+        "epsilon_eigen": eps_eig,
+        "epsilon_mixing": eps_mix,
+        "epsilon_gradient": eps_grad,
+        "epsilon": math.fsum((eps_eig, eps_mix, eps_grad)),
+        "alpha_mixing": alpha,
+        "delta_eigen": dq,
+        "delta_failure": dq,
+        "delta_mixing": dq,
+        "delta_gradient": dq,
+        "delta": 4.0 * dq,
+    }
+
+
+# ----------------------------------------------------------------------- calibration
+
+
+def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp") -> float:
+    r"""Mixing level :math:`\gamma` for the (eigenvalue test + sketches) half of the budget.
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The *total* budget of one IHM run; this part gets :math:`(\varepsilon/2, 3\delta/4)`.
+    k, T : int
+        Sketch size and iterations.
+    method : {"rdp", "closed_form"}
+        ``"rdp"``: the smallest :math:`\gamma \ge 5/2` with
+        ``epsilon_eigen + epsilon_mixing <= epsilon / 2`` in
+        :func:`ihm_privacy_pieces` (eq. 42's form with the exact eigenvalue-test term),
+        found by Brent's method on :math:`\log\gamma` (both terms decrease in
+        :math:`\gamma`) and nudged up until the returned value certifies.
+        ``"closed_form"``: Theorem 1,
+        :math:`\gamma = \frac{\sqrt{kT}}{\sqrt{8\log(5/\delta)}\,
+        (-1+\sqrt{1+\varepsilon/(8\log(5/\delta))})}`, which solves
+        :math:`\frac{kT}{2\gamma^2}+\frac{2\sqrt{2kT\log(5/\delta)}}{\gamma}=\frac\varepsilon2`
+        (eqs. 18, 44), floored at 5/2.
+
+    Returns
+    -------
+    float
+    """
+    check_choice(method, "gamma_method", GAMMA_METHODS)
+    if method == "closed_form":
+        L = 8.0 * math.log(5.0 / delta)
+        root = epsilon / L / (1.0 + math.sqrt(1.0 + epsilon / L))  # sqrt(1+x)-1, stably
+        return max(math.sqrt(k * T) / (math.sqrt(L) * root), GAMMA_MIN)
+
+    dq = delta / 4.0
+    half = epsilon / 2.0
+
+    def excess(log_gamma: float) -> float:
+        g = math.exp(log_gamma)
+        return gaussian_epsilon(g / math.sqrt(k), dq, 1.0) + _mixing_epsilon(g, k, T, dq)[0] - half
+
+    lo = math.log(GAMMA_MIN * (1.0 + 1e-12))
+    if excess(lo) <= 0.0:
+        return math.exp(lo)
+    hi = lo + 1.0
+    while excess(hi) > 0.0:
+        lo, hi = hi, hi + 2.0
+    root = optimize.brentq(excess, lo, hi, xtol=1e-13, rtol=1e-14)
+    while excess(root) > 0.0:
+        root += 1e-13 * max(1.0, abs(root))
+    return math.exp(root)
+
+
+def ihm_sigma(epsilon: float, delta: float, T: int, clip: float, method: str = "rdp") -> float:
+    r"""Gradient noise scale :math:`\sigma` for the gradient half :math:`(\varepsilon/2, \delta/4)`.
+
+    ``"rdp"`` (exact): :math:`\sqrt T\,\mathrm{AGM}(\varepsilon/2, \delta/4, C)`, the
+    analytic Gaussian mechanism (Balle & Wang 2018, Alg. 1) for the T-fold composition,
+    which is one Gaussian mechanism with sensitivity :math:`\sqrt T C` (Lev et al. 2026,
+    App. H; notes §3.1). ``"closed_form"``: Theorem 1,
+    :math:`\sigma = \sqrt T C / (\sqrt{2\log(4/\delta)}\,
+    (-1+\sqrt{1+\varepsilon/(2\log(4/\delta))}))`.
+    """
+    check_choice(method, "gamma_method", GAMMA_METHODS)
+    if method == "closed_form":
+        L = 2.0 * math.log(4.0 / delta)
+        root = epsilon / L / (1.0 + math.sqrt(1.0 + epsilon / L))
+        return math.sqrt(T) * clip / (math.sqrt(L) * root)
+    return math.sqrt(T) * analytic_gaussian_sigma(epsilon / 2.0, delta / 4.0, clip)
+
+
+@dataclass(frozen=True)
+class IHMCalibration:
+    r"""Public noise parameters of one IHM configuration (data independent).
+
+    Attributes
+    ----------
+    gamma, sigma, tau : float
+        Mixing level, gradient noise scale, eigenvalue-test shift (0, 0, tau when
+        epsilon is infinite).
+    k, T : int
+        Sketch size, iterations.
+    failure_prob : float
+        :math:`\varrho`.
+    pieces : dict
+        :func:`ihm_privacy_pieces` at ``(gamma, sigma)`` (empty when epsilon is infinite).
+    """
+
+    gamma: float
+    sigma: float
+    tau: float
+    k: int
+    T: int
+    failure_prob: float
+    pieces: dict
+
+
+def ihm_calibration(
+    budget: ApproxDP,
+    d: int,
+    *,
+    T: int = 3,
+    clip: float = 1.0,
+    k: int | None = None,
+    failure_prob: float | None = None,
+    gamma_method: str = "rdp",
+) -> IHMCalibration:
+    """Noise parameters of IHM for a budget (see :func:`fit_ihm` for the arguments)."""
+    check_budget(budget, ApproxDP)
+    T = _check_int(T, "T", 1)
+    clip = check_positive(clip, "clip")
+    delta = budget.delta
+    rho = delta / 10.0 if failure_prob is None else check_probability(failure_prob, "failure_prob")
+    k = ihm_sketch_size(d, T, rho) if k is None else k
+    tau = ihm_tau(delta, rho)
+    if budget.is_infinite:
+        return IHMCalibration(0.0, 0.0, tau, k, T, rho, {})
+    gamma = ihm_gamma(budget.epsilon, delta, k, T, gamma_method)
+    sigma = ihm_sigma(budget.epsilon, delta, T, clip, gamma_method)
+    pieces = ihm_privacy_pieces(gamma, sigma, k=k, T=T, clip=clip, delta=delta)
+    return IHMCalibration(gamma, sigma, tau, k, T, rho, pieces)
+
+
+# ------------------------------------------------------------------------- estimator
+
+
+def _solve(H: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, int]:
+    """``H[t]^{-1} g[t]``; minimum-norm least squares for (numerically) singular ``H[t]``."""
+    try:
+        out = np.linalg.solve(H, g[..., None])[..., 0]
+        bad = ~np.all(np.isfinite(out), axis=1)
+    except np.linalg.LinAlgError:
+        out = np.empty_like(g)
+        bad = np.ones(g.shape[0], dtype=bool)
+        for i in range(g.shape[0]):
+            try:
+                out[i] = np.linalg.solve(H[i], g[i])
+                bad[i] = not np.all(np.isfinite(out[i]))
+            except np.linalg.LinAlgError:
+                pass
+    for i in np.flatnonzero(bad):
+        out[i] = np.linalg.lstsq(H[i], g[i], rcond=None)[0]
+    return out, int(bad.sum())
+
+
+def _clipped_gradients(
+    X: np.ndarray, y: np.ndarray, theta: np.ndarray, clip: float
+) -> tuple[np.ndarray, np.ndarray]:
+    r""":math:`X^\top\mathrm{clip}_C(y - X\theta_j)` for every row ``theta_j``, and clip fractions.
+
+    Vectorised over trials with matmuls, in chunks of trials so the (n, chunk)
+    residual block stays around 4 MB: :math:`O(n d)` per trial.
+    """
+    n = X.shape[0]
+    trials = theta.shape[0]
+    grad = np.empty_like(theta)
+    frac = np.empty(trials)
+    chunk = max(1, (1 << 19) // n)
+    for s in range(0, trials, chunk):
+        e = min(trials, s + chunk)
+        R = X @ theta[s:e].T  # (n, c)
+        np.subtract(y[:, None], R, out=R)
+        clipped = np.count_nonzero(R > clip, axis=0) + np.count_nonzero(R < -clip, axis=0)
+        np.clip(R, -clip, clip, out=R)
+        grad[s:e] = (X.T @ R).T
+        frac[s:e] = clipped / n
+    return grad, frac
+
+
+@register("ihm")
+def fit_ihm(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    budget: ApproxDP,
+    rng: np.random.Generator,
+    trials: int = 1,
+    bound_X: float = 1.0,
+    bound_y: float = 1.0,
+    T: int = 3,
+    clip: float = 1.0,
+    k: int | None = None,
+    failure_prob: float | None = None,
+    gamma_method: str = "rdp",
+    variant: str = "experiments",
+    sampler: str = "gram",
+) -> Fit:
+    r"""Fit linear regression by Iterative Hessian Mixing (Lev et al. 2026, Algorithm 1).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Design, rows with :math:`\|x_i\|_2 \le` ``bound_X``; ``n >= d``. Rank deficiency
+        is allowed (the mixing noise then regularises the sketched Hessian).
+    y : array_like, shape (n,)
+        Responses with :math:`|y_i| \le` ``bound_y``.
+    budget : ApproxDP
+        Total :math:`(\varepsilon, \delta)` of one run: :math:`(\varepsilon/2, 3\delta/4)`
+        for the eigenvalue test and sketches, :math:`(\varepsilon/2, \delta/4)` for the
+        gradients (see :func:`ihm_privacy_pieces`). ``epsilon=inf`` is the noiseless
+        iterative Hessian sketch (:math:`\gamma=\sigma=\eta=0`).
+    rng : numpy.random.Generator
+        Source of all randomness.
+    trials : int, default 1
+        Independent repetitions, vectorised over a trials axis.
+    bound_X : float, default 1.0
+        Public :math:`C_X \ge \max_i\|x_i\|_2`; violations raise. The algorithm runs on
+        :math:`X/C_X` (so the paper's :math:`C_X = 1` holds) and returns
+        :math:`\hat\theta/C_X` (§2: :math:`\theta' = C_X\theta`).
+    bound_y : float, default 1.0
+        Public :math:`C_Y \ge \max_i|y_i|`; violations raise. Privacy does not depend on
+        it (the gradient is clipped at ``clip``); the paper sets ``clip`` :math:`= C_Y`.
+    T : int, default 3
+        Iterations (§5).
+    clip : float, default 1.0
+        Residual clip level :math:`C` (entrywise, in the units of ``y``).
+    k : int, optional
+        Sketch size; default :func:`ihm_sketch_size`, :math:`\lfloor 6\max\{d,
+        \log(4T/\varrho)\}\rfloor`. Must be >= d.
+    failure_prob : float, optional
+        :math:`\varrho` in (0, 1); default ``delta / 10`` (§5). Enters ``k`` and ``tau``.
+    gamma_method : {"rdp", "closed_form"}, default "rdp"
+        ``"rdp"``: :math:`\gamma` solved numerically from the RDP accountant and
+        :math:`\sigma` from the analytic Gaussian mechanism (the experiments' exact
+        calibration, :func:`ihm_gamma`, :func:`ihm_sigma`). ``"closed_form"``: both from
+        Theorem 1's closed forms.
+    variant : {"experiments", "paper"}, default "experiments"
+        ``"paper"``: line 6 as printed,
+        :math:`\widetilde G_t = X^\top\mathrm{clip}_C(Y-X\hat\theta_t) - \eta^2\hat\theta_t
+        + \sigma\zeta_t` (fixed point: ridge :math:`\theta^*(\eta^2)`).
+        ``"experiments"``: without :math:`-\eta^2\hat\theta_t`, as in all of the paper's
+        experiments and the authors' code (§5, App. H); privacy is unchanged (it is
+        post-processing of :math:`\eta^2`, itself a release).
+    sampler : {"gram", "direct"}, default "gram"
+        ``"gram"``: :math:`\widetilde X_t^\top\widetilde X_t` sampled exactly in
+        distribution from :math:`X^\top X`
+        (:func:`~dpreg.estimators.gram_sketch.sample_sketch_gram`, Bartlett),
+        :math:`O(d^3)` per trial and iteration. ``"direct"``: explicit :math:`S_t` of
+        shape (k, n), :math:`O(knd)` (reference).
+
+    Returns
+    -------
+    Fit
+        ``theta`` (trials, d); ``path`` (trials, T, d) of :math:`\hat\theta_1..\hat\theta_T`;
+        ``budget_spent = ApproxDP(epsilon, delta)``; diagnostics: ``gamma``, ``sigma``
+        (gradient noise scale), ``tau``, ``k``, ``T``, ``clip``, ``failure_prob``,
+        ``lambda_min_noisy`` (trials,) (:math:`\tilde\lambda`), ``eta2`` (trials,)
+        (:math:`\eta^2`), ``clip_fraction`` (trials, T) (fraction of rows whose residual
+        was clipped at iteration t), ``n_robust_solves``, ``privacy`` (the pieces of
+        :func:`ihm_privacy_pieces`: eps and delta of the eigenvalue test, sketches and
+        gradients), ``epsilon_certified``, ``gamma_method``, ``variant``, ``sampler``.
+        All in the units of the original (un-normalised) data except ``gamma``,
+        ``eta2`` and ``lambda_min_noisy``, which are in the units of :math:`X/C_X`.
+
+    Raises
+    ------
+    TypeError
+        If ``budget`` is not an :class:`~dpreg.privacy.budgets.ApproxDP` (e.g. a ZCDP)
+        or ``rng`` is not a Generator.
+    ValueError
+        On bad shapes, non-finite data, ``n < d``, data outside the public bounds, or
+        bad ``trials``, ``T``, ``clip``, ``k``, ``failure_prob`` or option names.
+
+    Notes
+    -----
+    With :math:`X` normalised to :math:`C_X = 1`, :math:`z\sim\mathcal N(0,1)` and, at every
+    iteration, fresh :math:`S_t\sim\mathcal N(0, I_{k\times n})`,
+    :math:`\xi_t\sim\mathcal N(0, I_{k\times d})`, :math:`\zeta_t\sim\mathcal N(0, I_d)`:
+
+    .. math::
+
+        \tilde\lambda &= \max\{\lambda_{\min}(X^\top X) - \tfrac{\gamma}{\sqrt k}(\tau - z), 0\},
+        \qquad \eta^2 = \max\{\gamma - \tilde\lambda, 0\}
+        \quad\text{(Algorithm 2 with noise } \gamma/\sqrt k\text{)},\\
+        \widetilde X_t &= S_t X + \eta\,\xi_t,\qquad
+        \widetilde G_t = X^\top \mathrm{clip}_C(Y - X\hat\theta_t)
+        \,[-\,\eta^2\hat\theta_t] + \sigma\zeta_t,\\
+        \hat\theta_{t+1} &= \hat\theta_t + (\tfrac1k\widetilde X_t^\top\widetilde X_t)^{-1}
+        \widetilde G_t,\qquad \hat\theta_0 = 0.
+
+    *Sensitivities* (zero-out neighbours, §1): :math:`\lambda_{\min}(X^\top X)` moves by at
+    most :math:`\|x_i\|^2 \le 1` (Weyl); the clipped gradient by at most :math:`C`
+    (eq. 35); the sketch is private by Lemma 1 on the event :math:`\tilde\lambda \le
+    \lambda_{\min}`, whose complement has probability
+    :math:`\le\tfrac12e^{-\tau^2/2}\le\delta/8` (Algorithm 2). The accounting is in
+    :func:`ihm_privacy_pieces`.
+
+    *Cost.* One :math:`O(nd^2)` Gram pass; per trial and iteration :math:`O(d^3)` for the
+    sketch (``sampler="gram"``) and :math:`O(nd)` for the clipped residuals, which need
+    the real data; the latter are batched over trials as (n, d) @ (d, trials) matmuls.
+
+    References
+    ----------
+    .. [1] O. Lev, M. Shenfeld, V. Srinivasan, K. Ligett, A. C. Wilson, "Near-optimal
+       private linear regression via iterative Hessian mixing", 2026, Algorithms 1--2,
+       Theorem 1, eqs. (35)--(44), §5, App. H.
+    .. [2] M. Pilanci, M. J. Wainwright, "Iterative Hessian sketch", JMLR 17 (2016).
+    .. [3] B. Balle, Y.-X. Wang, ICML 2018, Alg. 1 and Thm 8 (analytic Gaussian).
+    .. [4] C. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential
+       privacy", NeurIPS 2020, Prop. 12 (RDP to DP).
+    """
+    check_budget(budget, ApproxDP)
+    epsilon = check_positive(budget.epsilon, "budget.epsilon", allow_inf=True)
+    delta = check_probability(budget.delta, "budget.delta")
+    X, y = check_regression(X, y, require_full_rank=False)
+    check_row_norm_bound(X, bound_X, "X", "bound_X")
+    check_row_norm_bound(y, bound_y, "y", "bound_y")
+    trials = check_trials(trials)
+    rng = check_rng(rng)
+    T = _check_int(T, "T", 1)
+    clip = check_positive(clip, "clip")
+    check_choice(gamma_method, "gamma_method", GAMMA_METHODS)
+    check_choice(variant, "variant", VARIANTS)
+    check_choice(sampler, "sampler", SAMPLERS)
+    rho = delta / 10.0 if failure_prob is None else check_probability(failure_prob, "failure_prob")
+    n, d = X.shape
+    if k is not None:
+        k = _check_int(k, "k", d)
+
+    cal = ihm_calibration(
+        ApproxDP(epsilon, delta),
+        d,
+        T=T,
+        clip=clip,
+        k=k,
+        failure_prob=rho,
+        gamma_method=gamma_method,
+    )
+    k = cal.k  # the default is >= 6 d; a user-given k was checked to be >= d above
+
+    Xn = X / bound_X  # C_X = 1 (§1); theta' = C_X theta
+    gram = Xn.T @ Xn
+    gram = 0.5 * (gram + gram.T)
+    factor = gram_factor(gram=gram) if sampler == "gram" else None
+    lambda_min = float(np.linalg.eigvalsh(gram)[0])
+
+    # Algorithm 2 with C_X = 1 and noise gamma / sqrt(k) (line 2 of Algorithm 1).
+    z = rng.standard_normal(trials)
+    lambda_noisy = np.maximum(lambda_min - cal.gamma / math.sqrt(k) * (cal.tau - z), 0.0)
+    eta2 = np.maximum(cal.gamma - lambda_noisy, 0.0)
+    eta = np.sqrt(eta2)
+
+    theta = np.zeros((trials, d))
+    path = np.empty((trials, T, d))
+    clip_fraction = np.empty((trials, T))
+    n_robust = 0
+    for t in range(T):
+        if sampler == "gram":
+            H = sample_sketch_gram(factor, eta, k, rng)
+        else:
+            H = direct_sketch_gram(Xn, eta, k, rng)
+        H /= k
+        grad, clip_fraction[:, t] = _clipped_gradients(Xn, y, theta, clip)
+        if variant == "paper":
+            grad -= eta2[:, None] * theta
+        grad += cal.sigma * rng.standard_normal((trials, d))
+        step, bad = _solve(H, grad)
+        n_robust += bad
+        theta = theta + step
+        path[:, t, :] = theta
+
+    theta = theta / bound_X
+    path /= bound_X
+    if not np.all(np.isfinite(theta)):  # pragma: no cover - solve/lstsq of finite input
+        raise FloatingPointError("IHM produced non-finite estimates")
+
+    return Fit(
+        theta=theta,
+        budget_spent=ApproxDP(epsilon, delta),
+        estimator="ihm",
+        path=path,
+        diagnostics={
+            "gamma": float(cal.gamma),
+            "sigma": float(cal.sigma),
+            "tau": float(cal.tau),
+            "k": int(k),
+            "T": int(T),
+            "clip": float(clip),
+            "failure_prob": float(rho),
+            "lambda_min_noisy": lambda_noisy,
+            "eta2": eta2,
+            "clip_fraction": clip_fraction,
+            "n_robust_solves": int(n_robust),
+            "privacy": dict(cal.pieces),
+            "epsilon_certified": float(cal.pieces.get("epsilon", math.inf)),
+            "gamma_method": gamma_method,
+            "variant": variant,
+            "sampler": sampler,
+        },
+    )

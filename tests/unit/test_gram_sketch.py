@@ -1,0 +1,132 @@
+"""Gram-matrix sketch samplers: exact in distribution versus the explicit sketch S A + eta xi."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpreg.estimators.gram_sketch import (
+    direct_sketch,
+    direct_sketch_gram,
+    gram_factor,
+    sample_sketch_gram,
+    sample_sketch_rows,
+)
+
+
+def _matrix(seed: int = 0, n: int = 40, p: int = 3) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(n, p)) @ np.diag([1.0, 0.5, 0.2][:p])
+    return A / np.linalg.norm(A, axis=1).max()
+
+
+def _wishart_moments(sigma: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean k Sigma, entrywise variance k (Sigma_ij^2 + Sigma_ii Sigma_jj) of Wishart(k, Sigma)."""
+    diag = np.diag(sigma)
+    return k * sigma, k * (sigma**2 + np.outer(diag, diag))
+
+
+@pytest.mark.parametrize("method", ["bartlett", "rows", "direct"])
+def test_gram_moments_match_the_wishart_law(method):
+    # The sketch Gram matrix is Wishart_p(k, A'A + eta^2 I): check mean and variance of
+    # every entry within 4 Monte Carlo standard errors (the variance's SE uses the
+    # Wishart fourth moment bound 3x, so 4 SE of a chi-square-like variable is generous).
+    A = _matrix()
+    k, eta, m = 7, 0.6, 4000
+    sigma = A.T @ A + eta**2 * np.eye(3)
+    mean, var = _wishart_moments(sigma, k)
+    rng = np.random.default_rng(11)
+    etas = np.full(m, eta)
+    if method == "direct":
+        W = direct_sketch_gram(A, etas, k, rng)
+    else:
+        W = sample_sketch_gram(gram_factor(A), etas, k, rng, method=method)
+    assert W.shape == (m, 3, 3)
+    np.testing.assert_array_equal(W, W.transpose(0, 2, 1))
+    se_mean = np.sqrt(var / m)
+    assert np.all(np.abs(W.mean(0) - mean) <= 4 * se_mean)
+    emp_var = W.var(0, ddof=1)
+    # SE of a sample variance is about var * sqrt(2 / (m - 1)) * sqrt(kurtosis factor);
+    # Wishart entries are sums of k products of Gaussians: kurtosis factor <= 1 + 3 (1 + 6/k).
+    se_var = var * math.sqrt((2.0 + 3.0 * (1.0 + 6.0 / k)) / (m - 1))
+    assert np.all(np.abs(emp_var - var) <= 4 * se_var)
+
+
+def test_bartlett_and_direct_agree_in_distribution():
+    # Two-sample KS tests (fixed seeds, Bonferroni over 4 statistics) on functionals of the
+    # Gram matrix, including the inverse used by IHM's Newton step.
+    A = _matrix(3, n=60)
+    k, m = 12, 3000
+    etas = np.random.default_rng(0).uniform(0.0, 1.0, size=m)  # per-trial noise levels
+    Wg = sample_sketch_gram(gram_factor(A), etas, k, np.random.default_rng(1))
+    Wd = direct_sketch_gram(A, etas, k, np.random.default_rng(2))
+    for f in (
+        lambda W: W[:, 0, 0],
+        lambda W: W[:, 0, 2],
+        lambda W: np.linalg.eigvalsh(W)[:, 0],
+        lambda W: np.linalg.inv(W)[:, 1, 1],
+    ):
+        assert stats.ks_2samp(f(Wg), f(Wd)).pvalue > 0.01 / 4
+
+
+def test_rows_sampler_covariance():
+    A = _matrix(5)
+    k, m = 4, 5000
+    rows = sample_sketch_rows(gram_factor(A), np.full(m, 0.3), k, np.random.default_rng(3))
+    assert rows.shape == (m, k, 3)
+    flat = rows.reshape(-1, 3)
+    target = A.T @ A + 0.09 * np.eye(3)
+    cov = flat.T @ flat / flat.shape[0]
+    se = np.sqrt((target**2 + np.outer(np.diag(target), np.diag(target))) / flat.shape[0])
+    assert np.all(np.abs(cov - target) <= 4 * se)
+
+
+def test_singular_gram_and_zero_noise_are_supported():
+    A = np.zeros((10, 3))
+    A[:, 0] = 0.5  # rank one
+    W = sample_sketch_gram(gram_factor(A), np.zeros(5), 6, np.random.default_rng(0))
+    assert np.all(np.isfinite(W))
+    np.testing.assert_allclose(W[:, 1:, :], 0.0, atol=1e-12)  # no mass off the column space
+    assert np.all(W[:, 0, 0] > 0)
+
+
+def test_bartlett_falls_back_to_rows_when_k_below_p():
+    A = _matrix()
+    W = sample_sketch_gram(gram_factor(A), np.full(3, 0.1), 2, np.random.default_rng(0))
+    assert np.linalg.matrix_rank(W[0]) == 2  # Wishart with k=2 < p=3 is singular
+
+
+def test_direct_sketch_blocks_match_one_matrix(monkeypatch):
+    # Block accumulation sum_J S_J A_J equals S A for the S made of the same blocks.
+    from dpreg.estimators import gram_sketch
+
+    monkeypatch.setattr(gram_sketch, "_BLOCK_ELEMENTS", 6)  # k=3: blocks of 2 rows
+    A = _matrix(n=25)
+    k = 3
+    out = direct_sketch(A, 0.5, k, np.random.default_rng(4))
+    rng = np.random.default_rng(4)
+    S = np.hstack([rng.standard_normal((k, min(2, 25 - s))) for s in range(0, 25, 2)])
+    xi = rng.standard_normal((k, 3))
+    np.testing.assert_allclose(out, S @ A + 0.5 * xi, rtol=1e-12, atol=1e-12)
+
+
+def test_reproducible_and_validated():
+    A = _matrix()
+    f = gram_factor(A)
+    a = sample_sketch_gram(f, np.ones(4), 5, np.random.default_rng(9))
+    b = sample_sketch_gram(f, np.ones(4), 5, np.random.default_rng(9))
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(gram_factor(gram=A.T @ A).eigenvalues, f.eigenvalues)
+    with pytest.raises(ValueError, match="exactly one"):
+        gram_factor()
+    with pytest.raises(ValueError, match="exactly one"):
+        gram_factor(A, gram=A.T @ A)
+    with pytest.raises(ValueError, match="method"):
+        sample_sketch_gram(f, np.ones(2), 5, np.random.default_rng(0), method="qr")
+    with pytest.raises(ValueError, match="noise_std"):
+        sample_sketch_gram(f, np.array([-1.0]), 5, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="noise_std"):
+        sample_sketch_gram(f, np.array([np.nan]), 5, np.random.default_rng(0))

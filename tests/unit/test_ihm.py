@@ -1,0 +1,306 @@
+"""Iterative Hessian Mixing (Lev et al. 2026, Algorithm 1): accounting, samplers, limits, inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+
+from dpreg.estimators import get_estimator
+from dpreg.estimators.ihm import (
+    _mixing_epsilon,
+    fit_ihm,
+    ihm_calibration,
+    ihm_gamma,
+    ihm_privacy_pieces,
+    ihm_sigma,
+    ihm_sketch_size,
+    ihm_tau,
+    mixing_rdp,
+)
+from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.privacy.rdp import gaussian_pld_epsilon
+
+
+def _data(seed: int = 0, n: int = 2000, d: int = 5, noise: float = 0.3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X /= np.linalg.norm(X, axis=1).max()
+    y = X @ rng.normal(size=d) + noise * rng.normal(size=n)
+    y /= np.abs(y).max()
+    return X, y
+
+
+def _independent_mixing_epsilon(gamma: float, k: int, T: int, delta: float) -> float:
+    """Eq. (39) on a dense order grid via dp-accounting's CKS (2020) conversion."""
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+
+    orders = np.linspace(1.0105, gamma * (1 - 1e-9), 50_000)
+    phi = k * orders / (2 * (orders - 1)) * np.log(1 - 1 / gamma) - k / (2 * (orders - 1)) * np.log(
+        1 - orders / gamma
+    )
+    return float(compute_epsilon(orders, T * phi, delta)[0])
+
+
+# ------------------------------------------------------------------- hyperparameters
+
+
+def test_sketch_size_and_tau():
+    # k = int(6 max{d, log(4T/rho)}) with rho = delta/10 (Sec. 5; code truncation).
+    assert ihm_sketch_size(9, 3, 1e-7) == int(6 * math.log(12 / 1e-7)) == 111
+    assert ihm_sketch_size(40, 3, 1e-7) == 240
+    n = 13500  # Pol (notes Sec. 7): k_IHM = 156 with delta = 1/n^2
+    assert ihm_sketch_size(26, 3, 1 / n**2 / 10) == 156
+    assert ihm_tau(1e-6, 1e-7) == pytest.approx(math.sqrt(2 * math.log(4e7)))
+    assert ihm_tau(1e-6, 0.5) == pytest.approx(math.sqrt(2 * math.log(4e6)))
+
+
+# ------------------------------------------------------------------------ accounting
+
+
+def test_mixing_rdp_formula_and_range():
+    # Lemma 1: phi(alpha; k, gamma), +inf outside 1 < alpha < gamma; linear in k.
+    k, g = 50, 20.0
+    a = np.array([1.5, 5.0, 19.0])
+    expected = k * a / (2 * (a - 1)) * np.log(1 - 1 / g) - k / (2 * (a - 1)) * np.log(1 - a / g)
+    np.testing.assert_allclose(mixing_rdp(a, k, g), expected, rtol=1e-11)
+    np.testing.assert_allclose(mixing_rdp(a, 3 * k, g), 3 * expected, rtol=1e-11)
+    assert np.all(np.isinf(mixing_rdp(np.array([1.0, 20.0, 25.0]), k, g)))
+    with pytest.raises(ValueError, match="gamma"):
+        ihm_privacy_pieces(1.0, 1.0, k=k, T=3, clip=1.0, delta=1e-6)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0])
+def test_rdp_calibration_is_tight_and_certified_independently(epsilon):
+    delta, d, T = 1e-6, 9, 3
+    cal = ihm_calibration(ApproxDP(epsilon, delta), d, T=T)
+    p = cal.pieces
+    # our accountant: never above the budget, and exactly on it (the solve is tight)
+    assert p["epsilon"] <= epsilon
+    assert p["epsilon"] == pytest.approx(epsilon, rel=1e-9)
+    assert p["epsilon_eigen"] + p["epsilon_mixing"] <= epsilon / 2
+    assert p["delta"] == pytest.approx(delta)
+    # independent certificate: dp-accounting's RDP->DP conversion of T*phi on a dense order
+    # grid, and PLD (pessimistic, so an upper bound) for the two Gaussian pieces
+    eig = gaussian_pld_epsilon(cal.gamma / math.sqrt(cal.k), 1, delta / 4)
+    mix = _independent_mixing_epsilon(cal.gamma, cal.k, T, delta / 4)
+    grad = gaussian_pld_epsilon(cal.sigma / 1.0, T, delta / 4)
+    total = eig + mix + grad
+    assert total == pytest.approx(epsilon, rel=0.01)  # tight within 1% ...
+    assert mix >= p["epsilon_mixing"] * (1 - 1e-9)  # ... and the grid min is never below ours
+    # 1% less mixing noise breaks the (epsilon/2) half of the budget
+    smaller = ihm_privacy_pieces(cal.gamma * 0.99, cal.sigma, k=cal.k, T=T, clip=1.0, delta=delta)
+    assert smaller["epsilon_eigen"] + smaller["epsilon_mixing"] > epsilon / 2
+
+
+def test_reference_values_eps1_delta1e6_d9_T3():
+    cal = ihm_calibration(ApproxDP(1.0, 1e-6), 9, T=3)
+    assert cal.k == 111
+    assert cal.gamma == pytest.approx(217.2769132, rel=1e-6)
+    assert cal.sigma == pytest.approx(14.95045531, rel=1e-6)
+    assert cal.pieces["epsilon_gradient"] == pytest.approx(0.5, rel=1e-9)
+
+
+def test_mixing_rdp_reproduces_the_notes_code_values():
+    # With the code's classic eigenvalue term sqrt(2 log(1.25/delta')) sqrt(k) / gamma
+    # (eq. 42), our eq. (39) reproduces the notes' Sec. 7 values: Pol gamma ~ 546.5
+    # (n=13500, k=156) and Concrete Slump gamma ~ 260.8 (k=83, which needs n=93), eps=0.631.
+    def gamma_code(n, k):
+        dq = 1 / n**2 / 4
+
+        def f(lg):
+            g = math.exp(lg)
+            classic = math.sqrt(2 * math.log(1.25 / dq)) * math.sqrt(k) / g
+            return classic + _mixing_epsilon(g, k, 3, dq)[0] - 0.631 / 2
+
+        return math.exp(optimize.brentq(f, math.log(2.6), 20.0))
+
+    assert gamma_code(13500, 156) == pytest.approx(546.5, abs=0.05)
+    assert gamma_code(93, 83) == pytest.approx(260.8, abs=0.05)
+    # and sigma = sqrt(3) AGM(eps/2, delta/4, 1) ~ 28.5 for Pol
+    assert ihm_sigma(0.631, 1 / 13500**2, 3, 1.0) == pytest.approx(28.48, abs=0.01)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0, 100.0])
+def test_closed_form_solves_theorem_1_and_is_certified(epsilon):
+    delta, k, T, C = 1e-6, 111, 3, 1.0
+    g = ihm_gamma(epsilon, delta, k, T, "closed_form")
+    s = ihm_sigma(epsilon, delta, T, C, "closed_form")
+    L5, L4 = math.log(5 / delta), math.log(4 / delta)
+    if g > 2.5:
+        lhs = k * T / (2 * g**2) + 2 * math.sqrt(2 * k * T * L5) / g
+        assert lhs == pytest.approx(epsilon / 2, rel=1e-10)
+    assert math.sqrt(2 * T * L4) * C / s + T * C**2 / (2 * s**2) == pytest.approx(
+        epsilon / 2, rel=1e-10
+    )
+    # the closed forms are conservative: more noise than the exact solve, and certified
+    assert g >= ihm_gamma(epsilon, delta, k, T, "rdp")
+    assert s >= ihm_sigma(epsilon, delta, T, C, "rdp")
+    assert ihm_privacy_pieces(g, s, k=k, T=T, clip=C, delta=delta)["epsilon"] <= epsilon
+
+
+def test_gamma_decreases_in_epsilon_and_is_floored():
+    gammas = [ihm_gamma(e, 1e-6, 111, 3) for e in (0.1, 0.5, 2.0, 10.0)]
+    assert all(a > b for a, b in zip(gammas, gammas[1:], strict=False))
+    assert ihm_gamma(1e4, 1e-6, 111, 3) == pytest.approx(2.5)  # Prop. 5 needs gamma > 5/2
+
+
+# ------------------------------------------------------------------------- estimator
+
+
+def test_shapes_diagnostics_and_registry():
+    X, y = _data(n=300, d=4)
+    fit = get_estimator("ihm")(
+        X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), trials=7, T=2
+    )
+    assert get_estimator("ihm") is fit_ihm
+    assert fit.theta.shape == (7, 4) and fit.path.shape == (7, 2, 4)
+    np.testing.assert_array_equal(fit.path[:, -1], fit.theta)
+    dg = fit.diagnostics
+    assert dg["clip_fraction"].shape == (7, 2)
+    assert dg["eta2"].shape == dg["lambda_min_noisy"].shape == (7,)
+    assert dg["k"] == ihm_sketch_size(4, 2, 1e-7)
+    assert fit.budget_spent == ApproxDP(1.0, 1e-6)
+    assert dg["epsilon_certified"] == pytest.approx(1.0)
+    # eta^2 = max(gamma - lambda_tilde, 0)
+    np.testing.assert_allclose(dg["eta2"], np.maximum(dg["gamma"] - dg["lambda_min_noisy"], 0))
+
+
+def test_reproducible_and_seed_dependent():
+    X, y = _data(n=300, d=3)
+    kw = {"budget": ApproxDP(1.0, 1e-6), "trials": 3}
+    for sampler in ("gram", "direct"):
+        a = fit_ihm(X, y, rng=np.random.default_rng(5), sampler=sampler, **kw)
+        b = fit_ihm(X, y, rng=np.random.default_rng(5), sampler=sampler, **kw)
+        c = fit_ihm(X, y, rng=np.random.default_rng(6), sampler=sampler, **kw)
+        np.testing.assert_array_equal(a.theta, b.theta)
+        assert not np.allclose(a.theta, c.theta)
+
+
+def test_gram_and_direct_samplers_agree_in_distribution():
+    # Same data, independent seeds; eps=0.5 so the sketch noise matters (eta > 0 in every
+    # trial: lambda_min << gamma). KS on each theta coordinate and on the train MSE
+    # (Bonferroni over 4 tests at 1%), and means within 4 combined standard errors.
+    X, y = _data(seed=3, n=150, d=3)
+    m = 1200
+    kw = {"budget": ApproxDP(0.5, 1e-6), "trials": m}
+    g = fit_ihm(X, y, rng=np.random.default_rng(10), sampler="gram", **kw)
+    d = fit_ihm(X, y, rng=np.random.default_rng(20), sampler="direct", **kw)
+    assert np.all(g.diagnostics["eta2"] > 0)
+
+    def mse(th):
+        return np.mean((y[:, None] - X @ th.T) ** 2, axis=0)
+
+    samples = [(g.theta[:, j], d.theta[:, j]) for j in range(3)]
+    samples.append((mse(g.theta), mse(d.theta)))
+    for a, b in samples:
+        assert stats.ks_2samp(a, b).pvalue > 0.01 / 4
+        se = math.sqrt(a.var(ddof=1) / m + b.var(ddof=1) / m)
+        assert abs(a.mean() - b.mean()) <= 4 * se
+
+
+def test_mse_approaches_ols_at_large_epsilon():
+    # Theorem 1 (eq. 4): excess risk <= 4^-T ||X theta*||^2 + noise terms. At eps=1e3 the
+    # noise terms are negligible (sigma ~ 0.064, eta = 0 since lambda_min ~ 96 >> gamma =
+    # 2.5), so every trial's excess must sit below the 4^-T bias bound, and the mean excess
+    # must be far below the eps=1 one. With eps=inf and T=8 the IHS converges to OLS.
+    X, y = _data(seed=1)
+    theta_ols = np.linalg.lstsq(X, y, rcond=None)[0]
+    L = np.sum((y - X @ theta_ols) ** 2)
+
+    def excess(fit):
+        return np.sum((y[:, None] - X @ fit.theta.T) ** 2, axis=0) - L
+
+    big = fit_ihm(X, y, budget=ApproxDP(1e3, 1e-6), rng=np.random.default_rng(2), trials=200)
+    assert np.all(big.diagnostics["eta2"] == 0)
+    bias_bound = 4.0**-3 * np.sum((X @ theta_ols) ** 2)
+    assert np.all(excess(big) <= bias_bound)
+    assert excess(big).mean() <= 0.01 * L  # within 1% of the OLS loss
+    small = fit_ihm(X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(2), trials=200)
+    assert excess(big).mean() < 0.1 * excess(small).mean()
+    exact = fit_ihm(
+        X, y, budget=ApproxDP(math.inf, 1e-6), rng=np.random.default_rng(2), trials=5, T=20
+    )
+    np.testing.assert_allclose(exact.theta, np.tile(theta_ols, (5, 1)), atol=1e-9)
+
+
+def test_variants_coincide_without_mixing_noise_and_differ_with_it():
+    X, y = _data(seed=1)  # lambda_min ~ 96
+    kw = {"trials": 4, "rng": None}
+    for eps, same in [(1e3, True), (0.5, False)]:
+        kw["budget"] = ApproxDP(eps, 1e-6)
+        kw["rng"] = np.random.default_rng(3)
+        a = fit_ihm(X, y, variant="experiments", **kw)
+        kw["rng"] = np.random.default_rng(3)
+        b = fit_ihm(X, y, variant="paper", **kw)
+        assert np.allclose(a.theta, b.theta) is same
+
+
+def test_bound_x_rescaling_is_exact():
+    X, y = _data(n=300, d=3)
+    kw = {"budget": ApproxDP(1.0, 1e-6), "trials": 3}
+    a = fit_ihm(X, y, rng=np.random.default_rng(1), **kw)
+    b = fit_ihm(2 * X, y, rng=np.random.default_rng(1), bound_X=2.0, **kw)
+    np.testing.assert_allclose(b.theta, a.theta / 2, rtol=1e-10)
+
+
+def test_clip_fraction_counts_clipped_residuals():
+    X, y = _data(n=400, d=3)
+    fit = fit_ihm(X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), clip=0.2)
+    # at t=0, theta_0 = 0 so the residual is y itself
+    assert fit.diagnostics["clip_fraction"][0, 0] == pytest.approx(np.mean(np.abs(y) > 0.2))
+
+
+def test_rank_deficient_design_runs():
+    X, y = _data(n=200, d=3)
+    X = np.column_stack([X[:, :2], X[:, :1]]) / math.sqrt(2)
+    fit = fit_ihm(X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), trials=4)
+    assert np.all(np.isfinite(fit.theta))
+    assert np.all(fit.diagnostics["eta2"] > 0)
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+def test_bad_inputs_raise_clear_errors():
+    X, y = _data(n=50, d=3)
+    rng = np.random.default_rng(0)
+    ok = ApproxDP(1.0, 1e-6)
+    with pytest.raises(ValueError, match="epsilon"):
+        fit_ihm(X, y, budget=ApproxDP(0.0, 1e-6), rng=rng)
+    with pytest.raises(ValueError, match="epsilon"):
+        fit_ihm(X, y, budget=ApproxDP(-1.0, 1e-6), rng=rng)
+    for bad_delta in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="delta"):
+            fit_ihm(X, y, budget=ApproxDP(1.0, bad_delta), rng=rng)
+    with pytest.raises(TypeError, match="ApproxDP"):
+        fit_ihm(X, y, budget=ZCDP(0.5), rng=rng)
+    with pytest.raises(TypeError, match="Generator"):
+        fit_ihm(X, y, budget=ok, rng=0)
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        fit_ihm(Xn, y, budget=ok, rng=rng)
+    with pytest.raises(ValueError, match="bound_X"):
+        fit_ihm(2 * X, y, budget=ok, rng=rng)
+    with pytest.raises(ValueError, match="bound_y"):
+        fit_ihm(X, 3 * y, budget=ok, rng=rng)
+    with pytest.raises(ValueError, match="at least as many rows"):
+        fit_ihm(X[:2], y[:2], budget=ok, rng=rng)
+    with pytest.raises(ValueError, match="rows but X has"):
+        fit_ihm(X, y[:-1], budget=ok, rng=rng)
+    with pytest.raises(ValueError, match="k must be"):
+        fit_ihm(X, y, budget=ok, rng=rng, k=2)
+    with pytest.raises(ValueError, match="T must be"):
+        fit_ihm(X, y, budget=ok, rng=rng, T=0)
+    with pytest.raises(ValueError, match="clip"):
+        fit_ihm(X, y, budget=ok, rng=rng, clip=0.0)
+    with pytest.raises(ValueError, match="trials"):
+        fit_ihm(X, y, budget=ok, rng=rng, trials=0)
+    with pytest.raises(ValueError, match="failure_prob"):
+        fit_ihm(X, y, budget=ok, rng=rng, failure_prob=1.0)
+    for name in ("gamma_method", "variant", "sampler"):
+        with pytest.raises(ValueError, match=name):
+            fit_ihm(X, y, budget=ok, rng=rng, **{name: "nope"})
