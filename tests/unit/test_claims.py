@@ -87,3 +87,39 @@ def test_unknown_paper_is_an_error():
     assert "liang2025" in papers_with_claims()
     with pytest.raises(ValueError, match="no claim checks"):
         check_claims("nobody2030", {})
+
+
+def _eps_table(means):
+    rows = []
+    for (dataset, estimator, eps), mean in means.items():
+        rows.append(
+            {"dataset": dataset, "estimator": estimator, "epsilon": eps, "mean": mean, "se": 0.001}
+        )
+    return pd.DataFrame(rows)
+
+
+def test_lev2026_wins_and_majority_claim():
+    means = {}
+    for d in ("a", "b", "c"):
+        for eps in (0.1, 10.0):
+            means[(d, "ihm", eps)] = 1.0
+            means[(d, "adassp", eps)] = 1.5 if d != "c" else 0.5
+            means[(d, "linear_mixing", eps)] = 2.0
+    out = check_claims("lev2026", {"lev_fig1": _eps_table(means)})
+    wins = out["wins_figs1_3"].set_index(["epsilon", "estimator"])
+    assert wins.loc[(0.1, "ihm"), "best"] == 2
+    assert wins.loc[(0.1, "adassp"), "best"] == 1
+    assert wins.loc[(0.1, "ihm"), "datasets"] == 3
+    claims = out["claims"]
+    majority = claims[claims["source"] == "Sec. 4.3, Figs. 1-3"]
+    assert set(majority["passed"]) == {"yes"}
+    assert majority["value"].to_numpy() == pytest.approx(2 / 3)
+
+
+def test_lev2026_dpgd_claim_fails_when_dpgd_wins():
+    means = {("a", "ihm", 1.0): 2.0, ("a", "dp_gd", 1.0): 1.0, ("b", "ihm", 1.0): 2.0}
+    means[("b", "dp_gd", 1.0)] = 1.0
+    claims = check_claims("lev2026", {"lev_fig4": _eps_table(means)})["claims"]
+    row = claims[claims["source"] == "App. J, Figs. 4-5"]
+    assert row["passed"].item() == "NO"
+    assert row["value"].item() == 0.0

@@ -32,6 +32,7 @@ def register_claims(paper: str) -> Callable[[ClaimsFn], ClaimsFn]:
 
 def papers_with_claims() -> list[str]:
     """Return the papers that have claim checks (importing the built-in ones first)."""
+    import dpreg.experiments.lev2026_claims  # noqa: F401
     import dpreg.experiments.liang2025_claims  # noqa: F401
 
     return sorted(CLAIM_CHECKS)
