@@ -130,3 +130,30 @@ def test_reproducible_and_validated():
         sample_sketch_gram(f, np.array([-1.0]), 5, np.random.default_rng(0))
     with pytest.raises(ValueError, match="noise_std"):
         sample_sketch_gram(f, np.array([np.nan]), 5, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("method", ["bartlett", "rows", "direct"])
+def test_per_trial_sketch_sizes(method):
+    # One sketch size per trial (Lev et al. 2026, Algorithm 5): a constant array gives the
+    # draws of the scalar size, and mixed sizes have per-trial Wishart means k_t Sigma.
+    A = _matrix(2)
+    f = gram_factor(A)
+
+    def draw(etas, k, seed):
+        rng = np.random.default_rng(seed)
+        if method == "direct":
+            return direct_sketch_gram(A, etas, k, rng)
+        return sample_sketch_gram(f, etas, k, rng, method=method)
+
+    np.testing.assert_array_equal(draw(np.full(4, 0.3), 5, 1), draw(0.3, np.full(4, 5), 1))
+    m = 1500 if method == "direct" else 4000
+    ks = np.repeat([4, 9], m)
+    W = draw(0.4, ks, 2)
+    sigma = A.T @ A + 0.16 * np.eye(3)
+    for k, block in ((4, W[:m]), (9, W[m:])):
+        mean, var = _wishart_moments(sigma, k)
+        assert np.all(np.abs(block.mean(0) - mean) <= 4 * np.sqrt(var / m))
+    with pytest.raises(ValueError, match="one integer per trial"):
+        draw(0.4, np.array([4.5, 5.0]), 0)
+    with pytest.raises(ValueError, match="entries"):
+        draw(np.ones(3), np.array([4, 5]), 0)

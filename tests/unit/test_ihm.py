@@ -10,7 +10,6 @@ from scipy import optimize, stats
 
 from dpreg.estimators import get_estimator
 from dpreg.estimators.ihm import (
-    _mixing_epsilon,
     fit_ihm,
     ihm_calibration,
     ihm_gamma,
@@ -18,9 +17,9 @@ from dpreg.estimators.ihm import (
     ihm_sigma,
     ihm_sketch_size,
     ihm_tau,
-    mixing_rdp,
 )
 from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.privacy.mixing import mixing_epsilon, mixing_rdp
 from dpreg.privacy.rdp import gaussian_pld_epsilon
 
 
@@ -113,7 +112,7 @@ def test_mixing_rdp_reproduces_the_notes_code_values():
         def f(lg):
             g = math.exp(lg)
             classic = math.sqrt(2 * math.log(1.25 / dq)) * math.sqrt(k) / g
-            return classic + _mixing_epsilon(g, k, 3, dq)[0] - 0.631 / 2
+            return classic + mixing_epsilon(g, 3 * k, dq)[0] - 0.631 / 2
 
         return math.exp(optimize.brentq(f, math.log(2.6), 20.0))
 

@@ -15,12 +15,11 @@ from dpreg.estimators.sketch import (
     fit_sheffet_sketch,
     linear_mixing_epsilon,
     linear_mixing_gamma,
-    mixing_epsilon,
-    mixing_rdp,
     sheffet_gamma,
     sketch_gram,
 )
 from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.privacy.mixing import mixing_epsilon, mixing_rdp
 
 
 def _data(seed: int = 0, n: int = 2000, d: int = 4, noise: float = 0.1):

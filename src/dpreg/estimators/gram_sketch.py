@@ -156,10 +156,20 @@ def sample_sketch_rows(
     return Z @ L.transpose(0, 2, 1)
 
 
+def _sketch_sizes(k: np.ndarray | int, trials: int | None) -> np.ndarray:
+    """Sketch sizes as an int array: shape () for one size, else (trials,)."""
+    ks = np.asarray(k)
+    if not np.issubdtype(ks.dtype, np.integer) or ks.ndim > 1 or np.any(ks < 1):
+        raise ValueError(f"k must be a positive integer or one integer per trial; got {k!r}")
+    if ks.ndim == 1 and trials is not None and trials not in (1, ks.size):
+        raise ValueError(f"k has {ks.size} entries but noise_std has {trials}")
+    return ks.astype(np.int64)
+
+
 def sample_sketch_gram(
     factor: GramFactor,
     noise_std: np.ndarray | float,
-    k: int,
+    k: np.ndarray | int,
     rng: np.random.Generator,
     method: str = "bartlett",
 ) -> np.ndarray:
@@ -171,12 +181,14 @@ def sample_sketch_gram(
         From :func:`gram_factor` of the data matrix :math:`A` (n, p).
     noise_std : float or ndarray, shape (trials,)
         Mixing noise :math:`\eta \ge 0` of each trial.
-    k : int
-        Sketch size (rows of :math:`S`).
+    k : int or ndarray of int, shape (trials,)
+        Sketch size (rows of :math:`S`), one for all trials or one per trial (e.g. the
+        dynamic sketch size of Lev et al. 2026, Algorithm 5).
     rng : numpy.random.Generator
-        Source of randomness.
+        Source of randomness. ``"bartlett"`` draws, per call, the chi-square diagonals
+        (trials, p), then the strictly-lower entries (trials, p(p-1)/2).
     method : {"bartlett", "rows"}
-        ``"bartlett"``: :math:`L_\eta B B^\top L_\eta^\top` with the Bartlett factor
+        ``"bartlett"``: :math:`(L_\eta B)(L_\eta B)^\top` with the Bartlett factor
         :math:`B` of :math:`\mathrm{Wishart}_p(k, I)`, :math:`O(p^3)` per trial (needs
         :math:`k \ge p`; falls back to ``"rows"`` otherwise). ``"rows"``: the Gram
         matrix of :func:`sample_sketch_rows`, :math:`O(k p^2)` per trial. Both are exact
@@ -190,31 +202,44 @@ def sample_sketch_gram(
     """
     if method not in GRAM_METHODS:
         raise ValueError(f"method must be one of {GRAM_METHODS}; got {method!r}")
-    k = int(k)
-    var = _noise_var(noise_std, None)
-    p = factor.dim
+    ks = _sketch_sizes(k, np.size(noise_std))
+    var = _noise_var(noise_std, ks.size if ks.ndim else None)
+    trials, p = var.size, factor.dim
     L = factor.factor(var)  # (trials, p, p)
-    if method == "rows" or k < p:
-        Z = rng.standard_normal((var.size, k, p))
-        W = Z.transpose(0, 2, 1) @ Z
+    if method == "rows" or ks.min() < p:
+        if ks.ndim == 0 or np.all(ks == ks.flat[0]):
+            Z = rng.standard_normal((trials, int(ks.flat[0]), p))
+            W = Z.transpose(0, 2, 1) @ Z
+        else:
+            W = np.empty((trials, p, p))
+            for t in range(trials):
+                Z = rng.standard_normal((int(ks[t]), p))
+                W[t] = Z.T @ Z
+        out = L @ W @ L.transpose(0, 2, 1)
     else:
-        trials = var.size
+        df = np.broadcast_to(ks[..., None] - np.arange(p), (trials, p)).astype(np.float64)
         B = np.zeros((trials, p, p))
-        diag = np.sqrt(rng.chisquare(k - np.arange(p, dtype=np.float64), size=(trials, p)))
         idx = np.arange(p)
-        B[:, idx, idx] = diag
+        B[:, idx, idx] = np.sqrt(rng.chisquare(df))
         rows, cols = np.tril_indices(p, -1)
         B[:, rows, cols] = rng.standard_normal((trials, rows.size))
-        W = B @ B.transpose(0, 2, 1)
-    out = L @ W @ L.transpose(0, 2, 1)
+        LB = L @ B
+        out = LB @ LB.transpose(0, 2, 1)
     return 0.5 * (out + out.transpose(0, 2, 1))
 
 
-def direct_sketch(A: np.ndarray, noise_std: float, k: int, rng: np.random.Generator) -> np.ndarray:
+def direct_sketch(
+    A: np.ndarray,
+    noise_std: float,
+    k: int,
+    rng: np.random.Generator,
+    *,
+    block_elements: int | None = None,
+) -> np.ndarray:
     r"""One explicit sketch :math:`S A + \eta\,\xi` (the reference sampler).
 
     :math:`S \sim \mathcal N(0, I_{k\times n})` is drawn in column blocks :math:`S_{:,J}`
-    matched to row blocks :math:`A_J` of at most ``2**21 / k`` rows, and
+    matched to row blocks :math:`A_J` of at most ``block_elements / k`` rows, and
     :math:`SA = \sum_J S_{:,J} A_J` is accumulated, so memory stays bounded for any
     ``n`` (Lev et al. 2026, Algorithm 1, line 5; notes §5.1 memory note). Then
     :math:`\xi \sim \mathcal N(0, I_{k\times p})` is drawn. Cost :math:`O(k n p)`.
@@ -229,6 +254,9 @@ def direct_sketch(A: np.ndarray, noise_std: float, k: int, rng: np.random.Genera
         Sketch size.
     rng : numpy.random.Generator
         Source of ``S`` (block by block, in row order of ``A``) then ``xi``.
+    block_elements : int, optional
+        Entries of ``S`` drawn per block, default ``2**21`` (memory bound); the block
+        size decides which ``S`` a seed gives when ``n > block_elements / k``.
 
     Returns
     -------
@@ -236,7 +264,7 @@ def direct_sketch(A: np.ndarray, noise_std: float, k: int, rng: np.random.Genera
     """
     k = int(k)
     n, p = A.shape
-    block = max(1, _BLOCK_ELEMENTS // k)
+    block = max(1, int(_BLOCK_ELEMENTS if block_elements is None else block_elements) // k)
     SA = np.zeros((k, p))
     for start in range(0, n, block):
         stop = min(n, start + block)
@@ -245,7 +273,12 @@ def direct_sketch(A: np.ndarray, noise_std: float, k: int, rng: np.random.Genera
 
 
 def direct_sketch_gram(
-    A: np.ndarray, noise_std: np.ndarray | float, k: int, rng: np.random.Generator
+    A: np.ndarray,
+    noise_std: np.ndarray | float,
+    k: np.ndarray | int,
+    rng: np.random.Generator,
+    *,
+    block_elements: int | None = None,
 ) -> np.ndarray:
     r"""Gram matrices of explicit sketches, one per trial (the reference sampler).
 
@@ -255,19 +288,23 @@ def direct_sketch_gram(
         Data matrix.
     noise_std : float or ndarray, shape (trials,)
         :math:`\eta \ge 0` per trial.
-    k : int
-        Sketch size.
+    k : int or ndarray of int, shape (trials,)
+        Sketch size, one for all trials or one per trial.
     rng : numpy.random.Generator
         Source of randomness (trial by trial, see :func:`direct_sketch`).
+    block_elements : int, optional
+        See :func:`direct_sketch`.
 
     Returns
     -------
     ndarray, shape (trials, p, p)
         :math:`\widetilde A^\top \widetilde A` with :math:`\widetilde A = S A + \eta\,\xi`.
     """
-    var = _noise_var(noise_std, None)
+    ks = _sketch_sizes(k, np.size(noise_std))
+    var = _noise_var(noise_std, ks.size if ks.ndim else None)
+    ks = np.broadcast_to(ks, var.shape)
     out = np.empty((var.size, A.shape[1], A.shape[1]))
     for t, v in enumerate(var):
-        sk = direct_sketch(A, float(np.sqrt(v)), k, rng)
+        sk = direct_sketch(A, float(np.sqrt(v)), int(ks[t]), rng, block_elements=block_elements)
         out[t] = sk.T @ sk
     return out

@@ -11,8 +11,8 @@ Gaussian-noised gradient :math:`\widetilde G_t`, and takes the Newton-like step
 The module is layered as the project's conventions ask:
 
 * :func:`ihm_sketch_size`, :func:`ihm_tau` -- public hyperparameters (§5, Theorem 1);
-* :func:`mixing_rdp`, :func:`ihm_privacy_pieces` -- the accountant (Lemma 1, Lemma 3,
-  eqs. 39--42) for given noise levels;
+* :func:`ihm_privacy_pieces` -- the accountant (Lemma 1, Lemma 3, eqs. 39--42) for
+  given noise levels, with the mixing RDP of :mod:`dpreg.privacy.mixing`;
 * :func:`ihm_gamma`, :func:`ihm_sigma`, :func:`ihm_calibration` -- the noise levels
   for a budget, exact (numeric) or Theorem 1's closed forms;
 * :func:`fit_ihm` -- the validated public estimator (registry name ``"ihm"``).
@@ -27,7 +27,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
 
 from dpreg._validation import (
     check_budget,
@@ -43,6 +42,7 @@ from dpreg.estimators.gram_sketch import direct_sketch_gram, gram_factor, sample
 from dpreg.estimators.registry import register
 from dpreg.privacy.budgets import ApproxDP
 from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
+from dpreg.privacy.mixing import mixing_epsilon, smallest_gamma
 from dpreg.results import Fit
 
 GAMMA_METHODS = ("rdp", "closed_form")
@@ -65,7 +65,6 @@ __all__ = [
     "ihm_sigma",
     "ihm_sketch_size",
     "ihm_tau",
-    "mixing_rdp",
 ]
 
 
@@ -99,62 +98,6 @@ def ihm_tau(delta: float, failure_prob: float) -> float:
 
 
 # ------------------------------------------------------------------------ accountant
-
-
-def mixing_rdp(alpha: np.ndarray | float, k: float, gamma: float) -> np.ndarray:
-    r"""RDP of one Gaussian-mixing sketch, :math:`\varphi(\alpha; k, \gamma)` (Lemma 1).
-
-    .. math::
-
-        \varphi(\alpha;k,\gamma) = \frac{k\alpha}{2(\alpha-1)}\log\Bigl(1-\frac1\gamma\Bigr)
-        - \frac{k}{2(\alpha-1)}\log\Bigl(1-\frac\alpha\gamma\Bigr),\qquad 1<\alpha<\gamma,
-
-    valid when :math:`\max_i\|x_i\|\le1` and :math:`\lambda_{\min}(X^\top X)+\eta^2\ge\gamma`
-    (Lev et al. 2025, Lemma 1 = Lev et al. 2026, Lemma 1). ``+inf`` outside the range.
-    """
-    a = np.asarray(alpha, dtype=np.float64)
-    u = a - 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        val = (k / (2.0 * u)) * (a * math.log1p(-1.0 / gamma) - np.log1p(-a / gamma))
-    return np.where((a > 1.0) & (a < gamma), val, np.inf)
-
-
-def _mixing_objective(t: np.ndarray | float, k: int, T: int, gamma: float, log_inv_delta: float):
-    r"""Eq. (39)'s objective at :math:`\alpha = 1 + (\gamma-1)\,\mathrm{expit}(t)`, stably.
-
-    ``t`` ranges over the reals, so every order in :math:`(1, \gamma)` is reachable;
-    :math:`\log(1-\alpha/\gamma)` is computed as
-    :math:`\log(\gamma-1) + \log\mathrm{expit}(-t) - \log\gamma` (no cancellation).
-    """
-    t = np.asarray(t, dtype=np.float64)
-    g1 = gamma - 1.0
-    log_u = math.log(g1) + special.log_expit(t)
-    u = np.exp(log_u)
-    log_1m_a_over_g = math.log(g1) + special.log_expit(-t) - math.log(gamma)
-    phi = (k / (2.0 * u)) * ((1.0 + u) * math.log1p(-1.0 / gamma) - log_1m_a_over_g)
-    log1p_u = np.log1p(u)
-    conversion = (log_inv_delta - log1p_u) / u + log_u - log1p_u
-    return T * phi + conversion
-
-
-_T_GRID = np.linspace(-40.0, 40.0, 801)
-
-
-def _mixing_epsilon(gamma: float, k: int, T: int, delta_conv: float) -> tuple[float, float]:
-    """``(epsilon, alpha)``: eq. (39) minimised over ``1 < alpha < gamma``."""
-    log_inv_delta = -math.log(delta_conv)
-    values = _mixing_objective(_T_GRID, k, T, gamma, log_inv_delta)
-    j = int(np.nanargmin(values))
-    lo, hi = _T_GRID[max(j - 1, 0)], _T_GRID[min(j + 1, _T_GRID.size - 1)]
-    res = optimize.minimize_scalar(
-        lambda t: float(_mixing_objective(t, k, T, gamma, log_inv_delta)),
-        bounds=(lo, hi),
-        method="bounded",
-        options={"xatol": 1e-10},
-    )
-    t_best, eps = (float(res.x), float(res.fun)) if res.fun < values[j] else (_T_GRID[j], values[j])
-    alpha = 1.0 + (gamma - 1.0) * float(special.expit(t_best))
-    return max(float(eps), 0.0), alpha
 
 
 def ihm_privacy_pieces(
@@ -205,7 +148,7 @@ def ihm_privacy_pieces(
         raise ValueError(f"gamma must exceed 1 (Lemma 1 needs 1 < alpha < gamma); got {gamma!r}")
     dq = delta / 4.0
     eps_eig = gaussian_epsilon(gamma / math.sqrt(k), dq, 1.0)
-    eps_mix, alpha = _mixing_epsilon(gamma, k, T, dq)
+    eps_mix, alpha = mixing_epsilon(gamma, k * T, dq)
     eps_grad = gaussian_epsilon(sigma, dq, math.sqrt(T) * clip)
     return {
         "epsilon_eigen": eps_eig,
@@ -237,8 +180,9 @@ def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp")
         ``"rdp"``: the smallest :math:`\gamma \ge 5/2` with
         ``epsilon_eigen + epsilon_mixing <= epsilon / 2`` in
         :func:`ihm_privacy_pieces` (eq. 42's form with the exact eigenvalue-test term),
-        found by Brent's method on :math:`\log\gamma` (both terms decrease in
-        :math:`\gamma`) and nudged up until the returned value certifies.
+        found by bisection on :math:`\log\gamma` (both terms decrease in
+        :math:`\gamma`; :func:`~dpreg.privacy.mixing.smallest_gamma`); the returned
+        value certifies.
         ``"closed_form"``: Theorem 1,
         :math:`\gamma = \frac{\sqrt{kT}}{\sqrt{8\log(5/\delta)}\,
         (-1+\sqrt{1+\varepsilon/(8\log(5/\delta))})}`, which solves
@@ -256,22 +200,11 @@ def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp")
         return max(math.sqrt(k * T) / (math.sqrt(L) * root), GAMMA_MIN)
 
     dq = delta / 4.0
-    half = epsilon / 2.0
 
-    def excess(log_gamma: float) -> float:
-        g = math.exp(log_gamma)
-        return gaussian_epsilon(g / math.sqrt(k), dq, 1.0) + _mixing_epsilon(g, k, T, dq)[0] - half
+    def half_epsilon(g: float) -> float:
+        return gaussian_epsilon(g / math.sqrt(k), dq, 1.0) + mixing_epsilon(g, k * T, dq)[0]
 
-    lo = math.log(GAMMA_MIN * (1.0 + 1e-12))
-    if excess(lo) <= 0.0:
-        return math.exp(lo)
-    hi = lo + 1.0
-    while excess(hi) > 0.0:
-        lo, hi = hi, hi + 2.0
-    root = optimize.brentq(excess, lo, hi, xtol=1e-13, rtol=1e-14)
-    while excess(root) > 0.0:
-        root += 1e-13 * max(1.0, abs(root))
-    return math.exp(root)
+    return smallest_gamma(half_epsilon, epsilon / 2.0, GAMMA_MIN)
 
 
 def ihm_sigma(epsilon: float, delta: float, T: int, clip: float, method: str = "rdp") -> float:

@@ -20,11 +20,12 @@ is invariant to the common scale :math:`s`, so it is returned in the original un
   (:math:`S\sim N(0,I_{k\times n})`) is :math:`(\alpha,\varphi(\alpha;k,\gamma))`-RDP for
   :math:`1<\alpha<\gamma = \sigma^2+\bar\lambda`, with
   :math:`\varphi(\alpha;k,\zeta) = \frac{k\alpha}{2(\alpha-1)}\log(1-\frac1\zeta)
-  - \frac{k}{2(\alpha-1)}\log(1-\frac\alpha\zeta)` -- :func:`mixing_rdp`. (It is k times
-  the Renyi divergence between :math:`N(0,\zeta)` and :math:`N(0,\zeta-1)`.)
+  - \frac{k}{2(\alpha-1)}\log(1-\frac\alpha\zeta)` -- :func:`~dpreg.privacy.mixing.mixing_rdp`.
+  (It is k times the Renyi divergence between :math:`N(0,\zeta)` and :math:`N(0,\zeta-1)`.)
 * RDP -> DP (Canonne, Kamath & Steinke 2020, Prop. 12):
   :math:`\varepsilon = \varepsilon(\alpha) + \frac{\log(1/\delta)+(\alpha-1)\log(1-1/\alpha)
-  -\log\alpha}{\alpha-1}`, minimised over :math:`\alpha` -- :func:`mixing_epsilon`.
+  -\log\alpha}{\alpha-1}`, minimised over :math:`\alpha` --
+  :func:`~dpreg.privacy.mixing.mixing_epsilon`.
 * Linear Mixing (Prop. 5, eq. (17)): the eigenvalue test (classic Gaussian mechanism,
   noise :math:`\eta`, sensitivity 1, at :math:`\delta/3`) plus the mixing step converted
   at :math:`\delta/3`, plus :math:`\delta/3` for the failure event
@@ -37,6 +38,7 @@ is invariant to the common scale :math:`s`, so it is returned in the original un
 :math:`W\sim\mathrm{Wishart}_{d+1}(k, I)` (Bartlett decomposition). This exact sampler
 (``sampler="wishart"``, the default) costs :math:`O(d^3)` per trial, independent of n
 and k; ``sampler="direct"`` draws :math:`S` explicitly (in row blocks) for validation.
+Both are :mod:`dpreg.estimators.gram_sketch`'s samplers (with one sketch size per trial).
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
 
 from dpreg._validation import (
     check_budget,
@@ -56,13 +57,16 @@ from dpreg._validation import (
     check_row_norm_bound,
     check_trials,
 )
+from dpreg.estimators.gram_sketch import GramFactor, direct_sketch_gram, sample_sketch_gram
 from dpreg.estimators.registry import register
 from dpreg.privacy.budgets import ApproxDP
+from dpreg.privacy.mixing import mixing_epsilon, smallest_gamma
 from dpreg.results import Fit
 
 FAITHFUL = ("best", "code")
 SAMPLERS = ("wishart", "direct")
 SHEFFET_CALIBRATIONS = ("rdp", "seed")
+_DIRECT_BLOCK_ELEMENTS = 4_000_000  # S entries per block of the direct sampler (32 MB)
 
 __all__ = [
     "FAITHFUL",
@@ -73,100 +77,11 @@ __all__ = [
     "fit_sheffet_sketch",
     "linear_mixing_epsilon",
     "linear_mixing_gamma",
-    "mixing_epsilon",
-    "mixing_rdp",
     "sheffet_gamma",
     "sketch_gram",
 ]
 
-# Grid over s = logit(u), alpha = 1 + (gamma - 1) * expit(s): covers alpha - 1 from
-# ~1e-17 (gamma - 1) up to gamma (1 - 1e-17).
-_S_GRID = np.linspace(-40.0, 40.0, 1601)
-
-
 # ------------------------------------------------------------------------ accounting
-
-
-def mixing_rdp(alpha: np.ndarray | float, k: float, gamma: float) -> np.ndarray:
-    r"""Gaussian-mixing RDP :math:`\varphi(\alpha;k,\gamma)` (Lev et al. 2025, Lemma 1).
-
-    Parameters
-    ----------
-    alpha : float or ndarray
-        Orders in :math:`(1, \gamma)`.
-    k : float
-        Sketch size.
-    gamma : float
-        :math:`\sigma^2 + \bar\lambda_{\min}` (> 1), in units where :math:`\max\|a_i\|=1`.
-
-    Returns
-    -------
-    ndarray
-        :math:`\frac{k\alpha}{2(\alpha-1)}\log(1-\frac1\gamma)-\frac{k}{2(\alpha-1)}
-        \log(1-\frac\alpha\gamma)`, written as :math:`\frac k2[\log(1-\frac1\gamma) -
-        \log(1-\frac{v}{\gamma-1})/v]`, :math:`v=\alpha-1`, to avoid cancellation.
-    """
-    v = np.asarray(alpha, dtype=np.float64) - 1.0
-    return 0.5 * k * (np.log1p(-1.0 / gamma) - np.log1p(-v / (gamma - 1.0)) / v)
-
-
-def _mixing_objective(s: np.ndarray, k: float, gamma: float, log_inv_delta: float) -> np.ndarray:
-    """Evaluate phi + the CKS conversion term at alpha = 1 + (gamma - 1) expit(s), stably."""
-    s = np.asarray(s, dtype=np.float64)
-    log_u = special.log_expit(s)
-    log_1mu = special.log_expit(-s)
-    log_v = math.log(gamma - 1.0) + log_u  # log(alpha - 1)
-    v = np.exp(log_v)
-    phi = 0.5 * k * (math.log1p(-1.0 / gamma) - log_1mu / v)
-    log_alpha = np.log1p(v)
-    conv = log_inv_delta / v + (log_v - log_alpha) - log_alpha / v
-    return phi + conv
-
-
-def mixing_epsilon(
-    gamma: float, k: float, delta: float, *, refine: bool = True
-) -> tuple[float, float]:
-    r"""Epsilon of a Gaussian mixing release, RDP converted at ``delta`` (CKS 2020, Prop. 12).
-
-    :math:`\min_{1<\alpha<\gamma}\{\varphi(\alpha;k,\gamma)+\frac{\log(1/\delta)+
-    (\alpha-1)\log(1-1/\alpha)-\log\alpha}{\alpha-1}\}` -- the second term of eq. (17)
-    at :math:`\delta/3`, eq. (39) with :math:`k\to kT`, and the whole accounting of the
-    data-independent sketch of :func:`fit_sheffet_sketch`.
-
-    Parameters
-    ----------
-    gamma : float
-        > 1.
-    k : float
-        Sketch size (may be non-integer for the accounting's sake).
-    delta : float
-        Conversion delta in (0, 1).
-    refine : bool
-        Refine the grid minimum with a bounded Brent search. Without it the value is
-        the grid minimum, an upper bound on the exact one (so still certified).
-
-    Returns
-    -------
-    (float, float)
-        ``(epsilon, alpha_opt)``.
-    """
-    log_inv_delta = -math.log(delta)
-    values = _mixing_objective(_S_GRID, k, gamma, log_inv_delta)
-    i = int(np.nanargmin(values))
-    best_s, best = float(_S_GRID[i]), float(values[i])
-    if refine:
-        lo = _S_GRID[max(i - 1, 0)]
-        hi = _S_GRID[min(i + 1, _S_GRID.size - 1)]
-        res = optimize.minimize_scalar(
-            lambda s: float(_mixing_objective(s, k, gamma, log_inv_delta)),
-            bounds=(lo, hi),
-            method="bounded",
-            options={"xatol": 1e-10},
-        )
-        if res.fun < best:
-            best, best_s = float(res.fun), float(res.x)
-    alpha = 1.0 + (gamma - 1.0) * float(special.expit(best_s))
-    return best, alpha
 
 
 def linear_mixing_epsilon(
@@ -196,7 +111,7 @@ def linear_mixing_epsilon(
         :math:`\Delta_\lambda`, the sensitivity the first term is charged for
         (1 for normalised rows; see ``faithful="code"`` in :func:`fit_linear_mixing`).
     refine : bool
-        See :func:`mixing_epsilon`.
+        See :func:`~dpreg.privacy.mixing.mixing_epsilon`.
 
     Notes
     -----
@@ -211,25 +126,6 @@ def linear_mixing_epsilon(
     return eig + mixing_epsilon(gamma, k, delta / 3.0, refine=refine)[0]
 
 
-def _smallest_gamma(fun, epsilon: float, lower: float) -> float:
-    """Smallest gamma > lower with fun(gamma) <= epsilon; fun decreasing (log bisection)."""
-    lo = lower * (1.0 + 1e-12)
-    if fun(lo) <= epsilon:
-        return lo
-    hi = 2.0 * lo
-    while fun(hi) > epsilon:
-        lo, hi = hi, 2.0 * hi
-    for _ in range(200):
-        mid = math.sqrt(lo * hi)
-        if fun(mid) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-        if hi / lo - 1.0 < 1e-12:
-            break
-    return hi  # fun(hi) <= epsilon always holds
-
-
 def linear_mixing_gamma(
     epsilon: float, k: int, delta: float, *, eig_sensitivity: float = 1.0
 ) -> float:
@@ -241,7 +137,7 @@ def linear_mixing_gamma(
     ``eig_sensitivity`` scales the eigenvalue-test term (see :func:`linear_mixing_epsilon`);
     the authors' code effectively uses :math:`1/(1+C_Y^2)` (notes §8 item 6).
     """
-    return _smallest_gamma(
+    return smallest_gamma(
         lambda g: linear_mixing_epsilon(g, k, delta, eig_sensitivity=eig_sensitivity),
         epsilon,
         2.5,
@@ -252,9 +148,10 @@ def sheffet_gamma(epsilon: float, k: int, delta: float) -> float:
     r"""Smallest :math:`\gamma = \eta^2 > 1` making the noisy sketch (eq. (7)) (eps, delta)-DP.
 
     Lev et al. (2025), Lemma 1 with :math:`\bar\lambda_{\min} = 0` (valid for every
-    dataset) and the CKS conversion at the full :math:`\delta` (:func:`mixing_epsilon`).
+    dataset) and the CKS conversion at the full :math:`\delta`
+    (:func:`~dpreg.privacy.mixing.mixing_epsilon`).
     """
-    return _smallest_gamma(lambda g: mixing_epsilon(g, k, delta)[0], epsilon, 1.0)
+    return smallest_gamma(lambda g: mixing_epsilon(g, k, delta)[0], epsilon, 1.0)
 
 
 def default_sketch_size(d: int, failure_prob: float, multiplier: float = 2.5) -> int:
@@ -295,9 +192,11 @@ def sketch_gram(
     k : ndarray of int, shape (trials,)
         Sketch size per trial, each >= p for ``"wishart"``.
     rng : numpy.random.Generator
-        ``"wishart"`` draws, per call: chi-square diagonals (trials, p), then the
-        strictly-lower entries (trials, p(p-1)/2). ``"direct"`` loops over trials,
-        drawing S in row blocks of A, then xi.
+        ``"wishart"``: :func:`~dpreg.estimators.gram_sketch.sample_sketch_gram` (Bartlett;
+        per call, chi-square diagonals (trials, p), then the strictly-lower entries
+        (trials, p(p-1)/2)). ``"direct"``:
+        :func:`~dpreg.estimators.gram_sketch.direct_sketch_gram` (per trial, S in row
+        blocks of A, then xi).
     sampler : {"wishart", "direct"}
 
     Returns
@@ -306,43 +205,14 @@ def sketch_gram(
 
     Notes
     -----
-    Rows of :math:`S A + \tilde\eta\xi` are iid :math:`N(0, \Sigma)`,
-    :math:`\Sigma = A^\top A + \tilde\eta^2 I = F F^\top` with
-    :math:`F = V\mathrm{diag}(\sqrt{w+\tilde\eta^2})`; so :math:`\widetilde A^\top
-    \widetilde A \overset d= F W F^\top`, :math:`W\sim\mathrm{Wishart}_p(k, I) = LL^\top`
-    with :math:`L` lower triangular, :math:`L_{ii}^2\sim\chi^2_{k-i}` (i = 0..p-1) and
-    standard normal entries below the diagonal (Bartlett 1933).
+    Both samplers are exact; see :mod:`dpreg.estimators.gram_sketch`. The eigenvectors
+    ``V`` are used as given (their signs fix which sketch a seed produces).
     """
-    w, V = gram_eig
-    p = w.shape[0]
-    trials = noise_std.shape[0]
     if sampler == "wishart":
-        df = k[:, None] - np.arange(p)[None, :]
-        diag = np.sqrt(rng.chisquare(df.astype(np.float64)))
-        rows, cols = np.tril_indices(p, -1)
-        L = np.zeros((trials, p, p))
-        idx = np.arange(p)
-        L[:, idx, idx] = diag
-        L[:, rows, cols] = rng.standard_normal((trials, rows.size))
-        F = (
-            V[None, :, :]
-            * np.sqrt(np.maximum(w, 0.0)[None, :] + noise_std[:, None] ** 2)[:, None, :]
-        )
-        FL = F @ L
-        M = FL @ FL.transpose(0, 2, 1)
-    else:
-        n = A.shape[0]
-        M = np.empty((trials, p, p))
-        for t in range(trials):
-            kt = int(k[t])
-            block = max(1, min(n, 4_000_000 // max(kt, 1)))
-            SA = np.zeros((kt, p))
-            for start in range(0, n, block):
-                S = rng.standard_normal((kt, min(block, n - start)))
-                SA += S @ A[start : start + block]
-            At = SA + noise_std[t] * rng.standard_normal((kt, p))
-            M[t] = At.T @ At
-    return 0.5 * (M + M.transpose(0, 2, 1))
+        w, V = gram_eig
+        factor = GramFactor(eigenvalues=np.maximum(w, 0.0), eigenvectors=V)
+        return sample_sketch_gram(factor, noise_std, k, rng)
+    return direct_sketch_gram(A, noise_std, k, rng, block_elements=_DIRECT_BLOCK_ELEMENTS)
 
 
 def _solve_from_gram(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -390,13 +260,23 @@ def _prepare(X, y, budget, rng, trials, bound_X, bound_y, sampler):
     return epsilon, delta, X, y, trials, rng, scale, A, (w, V)
 
 
-def _check_k(k, d: int, name: str = "k") -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < d + 1:
+def _sketch_size(k, failure_prob, delta: float, d: int) -> tuple[int, float]:
+    """Validate ``(k, varrho)``; varrho defaults to delta / 10, k to the §5 rule."""
+    varrho = (
+        delta / 10.0 if failure_prob is None else check_probability(failure_prob, "failure_prob")
+    )
+    if k is None:
+        k = default_sketch_size(d, varrho)
+        if k < d + 1:
+            raise ValueError(
+                f"the default sketch size k={k} is < d + 1 = {d + 1}; pass a larger k explicitly"
+            )
+    elif isinstance(k, bool) or not isinstance(k, int | np.integer) or k < d + 1:
         raise ValueError(
-            f"{name} must be an integer sketch size >= d + 1 = {d + 1} (so that the"
+            f"k must be an integer sketch size >= d + 1 = {d + 1} (so that the"
             f" sketched [X, y] has full column rank); got {k!r}"
         )
-    return int(k)
+    return int(k), varrho
 
 
 # ------------------------------------------------------------------------ estimators
@@ -533,15 +413,8 @@ def fit_linear_mixing(
         raise ValueError(f"dynamic_k must be True or False; got {dynamic_k!r}")
     if faithful == "code" and dynamic_k:
         raise ValueError("faithful='code' reproduces Algorithm 4 only; use dynamic_k=False")
-    varrho = (
-        delta / 10.0 if failure_prob is None else check_probability(failure_prob, "failure_prob")
-    )
     d = X.shape[1]
-    k = default_sketch_size(d, varrho) if k is None else _check_k(k, d)
-    if k < d + 1:
-        raise ValueError(
-            f"the default sketch size k={k} is < d + 1 = {d + 1}; pass a larger k explicitly"
-        )
+    k, varrho = _sketch_size(k, failure_prob, delta, d)
 
     ratio2 = (float(bound_y) / float(bound_X)) ** 2  # c^2 of the code scaling
     lam_min = float(gram_eig[0][0])
@@ -699,15 +572,8 @@ def fit_sheffet_sketch(
         X, y, budget, rng, trials, bound_X, bound_y, sampler
     )
     check_choice(calibration, "calibration", SHEFFET_CALIBRATIONS)
-    varrho = (
-        delta / 10.0 if failure_prob is None else check_probability(failure_prob, "failure_prob")
-    )
     d = X.shape[1]
-    k = default_sketch_size(d, varrho) if k is None else _check_k(k, d)
-    if k < d + 1:
-        raise ValueError(
-            f"the default sketch size k={k} is < d + 1 = {d + 1}; pass a larger k explicitly"
-        )
+    k, varrho = _sketch_size(k, failure_prob, delta, d)
     if math.isinf(epsilon):
         gamma, eps_cert, alpha = 0.0, math.inf, math.nan
     else:

@@ -18,6 +18,7 @@ from dpreg.privacy.gaussian import (
     gaussian_zcdp,
     zcdp_gaussian_sigma,
 )
+from dpreg.privacy.mixing import mixing_epsilon, mixing_rdp
 from dpreg.privacy.rdp import gaussian_pld_epsilon, gaussian_rdp_delta, gaussian_rdp_epsilon
 
 __all__ = [
@@ -37,6 +38,8 @@ __all__ = [
     "gaussian_rdp_delta",
     "gaussian_rdp_epsilon",
     "gaussian_zcdp",
+    "mixing_epsilon",
+    "mixing_rdp",
     "zcdp_gaussian_sigma",
     "zcdp_to_approx_dp",
     "zcdp_to_eps",
