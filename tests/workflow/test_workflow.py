@@ -75,7 +75,8 @@ def test_every_expected_artifact_is_present_and_well_formed(smoke_run, smoke_con
         ref = json.loads((results / "references" / f"{name}.json").read_text())
         assert ref["dataset"] == name
         assert len(ref["ols"]["params"]) == ref["d"]
-        assert all(se > 0 for se in ref["ols"]["std_errors"])
+        if ref["ols"]["rank"] == ref["d"]:  # rank-deficient designs (Solar) are not identified
+            assert all(se > 0 for se in ref["ols"]["std_errors"])
     for study, spec in smoke_config["studies"].items():
         paper = spec["paper"]
         table = pd.read_csv(results / "tables" / paper / f"{study}.csv")

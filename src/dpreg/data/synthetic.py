@@ -25,6 +25,7 @@ from dpreg.data.datasets import Dataset
 
 __all__ = [
     "IVLinearDGP",
+    "LevClippingMLPDGP",
     "LinearGaussianDGP",
     "SyntheticDGP",
     "dgp_names",
@@ -354,6 +355,209 @@ class IVLinearDGP(SyntheticDGP):
         }
 
 
+#: Presets of :class:`LevClippingMLPDGP`: the authors' notebook and the paper's text.
+LEV_CLIPPING_VARIANTS: dict[str, dict[str, Any]] = {
+    # Clipping_Test_IHM.ipynb (lev2026 notes §5.3, §8 item 18)
+    "code": {"n_layers": 3, "latent": "lognormal", "noise_std": 0.2},
+    # Lev et al. (2026), App. L: "two-layer MLP", Gaussian latents, sigma = 0.1
+    "paper": {"n_layers": 2, "latent": "gaussian", "noise_std": 0.1},
+}
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    from scipy.special import expit
+
+    return expit(z, out=z)
+
+
+@dataclass(frozen=True, eq=False)
+class LevClippingMLPDGP(SyntheticDGP):
+    r"""Lev et al. (2026), App. L / Figure 7: random-MLP features of a 1-D latent.
+
+    ``x ~ LogNormal(1, 1)`` (code) or ``N(0, 1)`` (paper), one-dimensional, is mapped
+    through ``n_layers`` fully connected layers of width ``width`` with sigmoid
+    activations (weights ``N(0, 1)``, biases ``0.001 N(0, 1)``); the features
+    :math:`\phi(x)` are the last hidden layer. The response is
+    :math:`y = \phi(x)^\top\theta_0 + b + \sigma z` with ``(theta_0, b)`` a standard
+    Gaussian vector of length ``width + 1`` normalised to unit norm (the notebook's
+    "normalised Gaussian plus a bias"; our reading: the bias is the last entry and is
+    not a feature column; ``intercept=False`` drops it, the paper's text has none).
+    ``clip_y`` clips ``y`` to ``[-1, 1]``, what the notebook intended; its ``==`` bug
+    makes the clip a no-op there, hence the default ``False``.
+
+    Attributes
+    ----------
+    weights, biases : tuple of ndarray
+        Layer ``l`` maps ``h -> sigmoid(h @ weights[l] + biases[l])``.
+    theta : ndarray of shape (width,)
+        :math:`\theta_0`.
+    intercept : float
+        :math:`b` (0 without an intercept).
+    noise_std : float
+        :math:`\sigma`.
+    latent : {"lognormal", "gaussian"}
+        Law of the latent: ``LogNormal(latent_mean, latent_std)`` or
+        ``N(latent_mean, latent_std^2)``.
+    latent_mean, latent_std : float
+    clip_y : bool
+    """
+
+    name: ClassVar[str] = "lev_clipping_mlp"
+
+    weights: tuple[np.ndarray, ...]
+    biases: tuple[np.ndarray, ...]
+    theta: np.ndarray
+    intercept: float = 0.0
+    noise_std: float = 0.2
+    latent: str = "lognormal"
+    latent_mean: float = 1.0
+    latent_std: float = 1.0
+    clip_y: bool = False
+
+    def __post_init__(self) -> None:
+        if self.latent not in ("lognormal", "gaussian"):
+            raise ValueError(f"latent must be 'lognormal' or 'gaussian'; got {self.latent!r}")
+        if len(self.weights) == 0 or len(self.weights) != len(self.biases):
+            raise ValueError("weights and biases must be non-empty and of equal length")
+        width_in = 1
+        for W, b in zip(self.weights, self.biases, strict=True):
+            if W.shape[0] != width_in or b.shape != (W.shape[1],):
+                raise ValueError("layer shapes do not chain from a 1-D latent")
+            width_in = W.shape[1]
+        if self.theta.shape != (width_in,):
+            raise ValueError(f"theta must have shape ({width_in},); got {self.theta.shape}")
+        if not self.noise_std >= 0:
+            raise ValueError(f"noise_std must be non-negative; got {self.noise_std!r}")
+
+    @property
+    def d(self) -> int:
+        """Feature dimension (the last layer's width)."""
+        return int(self.theta.size)
+
+    @classmethod
+    def draw(
+        cls,
+        *,
+        rng: np.random.Generator,
+        variant: str = "code",
+        n_layers: int | None = None,
+        width: int = 128,
+        latent: str | None = None,
+        noise_std: float | None = None,
+        latent_mean: float | None = None,
+        latent_std: float = 1.0,
+        bias_scale: float = 1e-3,
+        intercept: bool = True,
+        clip_y: bool = False,
+    ) -> LevClippingMLPDGP:
+        """Draw the network and ``(theta_0, b)`` (``None`` arguments follow ``variant``).
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Source of the network weights and of ``theta_0`` (the study's ``net_seed``).
+        variant : {"code", "paper"}, default "code"
+            Preset of :data:`LEV_CLIPPING_VARIANTS`: ``"code"`` = 3 layers, lognormal
+            latent, sigma 0.2 (the notebook); ``"paper"`` = 2 layers, Gaussian, 0.1.
+        n_layers, latent, noise_std : optional
+            Override the preset.
+        width : int, default 128
+            Hidden width = feature dimension (``2^7``).
+        latent_mean : float, optional
+            Default 1 for ``lognormal`` (``mu = 1``), 0 for ``gaussian``.
+        latent_std : float, default 1
+        bias_scale : float, default 0.001
+            Layer biases are ``bias_scale * N(0, 1)``.
+        intercept : bool, default True
+            Draw ``(theta_0, b)`` jointly normalised (else ``b = 0``, ``theta_0`` unit).
+        clip_y : bool, default False
+            Clip ``y`` to ``[-1, 1]`` (the notebook's intent; a no-op there).
+        """
+        rng = check_rng(rng)
+        if variant not in LEV_CLIPPING_VARIANTS:
+            raise ValueError(
+                f"variant must be one of {sorted(LEV_CLIPPING_VARIANTS)}; got {variant!r}"
+            )
+        preset = LEV_CLIPPING_VARIANTS[variant]
+        n_layers = _check_dim(preset["n_layers"] if n_layers is None else n_layers, "n_layers")
+        width = _check_dim(width, "width")
+        latent = preset["latent"] if latent is None else latent
+        noise_std = float(preset["noise_std"] if noise_std is None else noise_std)
+        if latent_mean is None:
+            latent_mean = 1.0 if latent == "lognormal" else 0.0
+        weights, biases = [], []
+        width_in = 1
+        for _ in range(n_layers):
+            weights.append(rng.standard_normal((width_in, width)))
+            biases.append(bias_scale * rng.standard_normal(width))
+            width_in = width
+        g = rng.standard_normal(width + 1 if intercept else width)
+        g /= np.linalg.norm(g)
+        return cls(
+            weights=tuple(weights),
+            biases=tuple(biases),
+            theta=g[:width].copy(),
+            intercept=float(g[width]) if intercept else 0.0,
+            noise_std=noise_std,
+            latent=latent,
+            latent_mean=float(latent_mean),
+            latent_std=check_positive(latent_std, "latent_std"),
+            clip_y=bool(clip_y),
+        )
+
+    def features(self, x: np.ndarray) -> np.ndarray:
+        """Map latents ``x`` (n,) to the features (n, width)."""
+        h = np.asarray(x, dtype=np.float64).reshape(-1, 1)
+        for W, b in zip(self.weights, self.biases, strict=True):
+            z = h @ W
+            z += b
+            h = _sigmoid(z)
+        return h
+
+    def sample(self, n: int, *, rng: np.random.Generator) -> Dataset:
+        """Sample ``n`` rows: latents, then noise; ``X`` (n, width), ``y`` (n,)."""
+        rng = check_rng(rng)
+        n = _check_n(n)
+        if self.latent == "lognormal":
+            x = rng.lognormal(self.latent_mean, self.latent_std, n)
+        else:
+            x = self.latent_mean + self.latent_std * rng.standard_normal(n)
+        X = self.features(x)
+        y = X @ self.theta + self.intercept + self.noise_std * rng.standard_normal(n)
+        if self.clip_y:
+            np.clip(y, -1.0, 1.0, out=y)
+        sources, steps = self._record(n)
+        return Dataset(
+            name=self.name,
+            X=X,
+            y=y,
+            sources=sources,
+            description="Lev et al. (2026) App. L: random sigmoid-MLP features of a 1-D latent",
+            preprocessing=steps,
+        )
+
+    def truth(self) -> dict[str, np.ndarray]:
+        """Return ``theta`` (``theta_0``), ``intercept`` and the layer weights/biases."""
+        out = {"theta": self.theta.copy(), "intercept": np.array(self.intercept)}
+        for i, (W, b) in enumerate(zip(self.weights, self.biases, strict=True)):
+            out[f"W{i}"] = W.copy()
+            out[f"b{i}"] = b.copy()
+        return out
+
+    def params(self) -> dict[str, Any]:
+        """Return the JSON-able settings."""
+        return {
+            "d": self.d,
+            "n_layers": len(self.weights),
+            "latent": self.latent,
+            "latent_mean": self.latent_mean,
+            "latent_std": self.latent_std,
+            "noise_std": self.noise_std,
+            "clip_y": self.clip_y,
+            "intercept": self.intercept != 0.0,
+        }
+
+
 _DGPS: dict[str, type[SyntheticDGP]] = {}
 
 
@@ -388,3 +592,4 @@ def make_dgp(name: str, *, rng: np.random.Generator, **params: Any) -> Synthetic
 
 register_dgp(LinearGaussianDGP)
 register_dgp(IVLinearDGP)
+register_dgp(LevClippingMLPDGP)

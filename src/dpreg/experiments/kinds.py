@@ -100,6 +100,7 @@ def get_kind(name: str) -> StudyKind:
 
 def _ensure_builtin() -> None:
     # Importing a paper's experiment module registers its kinds.
+    import dpreg.experiments.lev2026_clipping  # noqa: F401
     import dpreg.experiments.lev2026_table2  # noqa: F401
     import dpreg.experiments.liang2025  # noqa: F401
     import dpreg.experiments.regression  # noqa: F401

@@ -41,6 +41,7 @@ def plot_mse_vs_epsilon(table: pd.DataFrame, *, title: str | None = None) -> plt
         ax.fill_between(data["epsilon"], data["ci_low"], data["ci_high"], color=color, alpha=0.25)
 
     grid.map_dataframe(_band)
+    grid.figure.subplots_adjust(wspace=0.4, hspace=0.45)
     for ax, name in zip(grid.axes.flat, datasets, strict=True):
         ols = table.loc[table["dataset"] == name, "mse_ols"].iloc[0]
         ax.axhline(ols, color="black", linestyle="--", linewidth=1, label="OLS (non-private)")
