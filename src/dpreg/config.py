@@ -65,9 +65,23 @@ def eps_label(value: float) -> str:
     return value_label(float(value))
 
 
-def grid_points(spec: Mapping[str, Any]) -> Iterator[tuple[str, tuple[tuple[str, Any], ...]]]:
-    """Yield ``(path, ((axis, value), ...))`` for every point of a study's grid."""
-    grid = spec.get("grid") or {}
+def disabled_datasets(config: Mapping[str, Any]) -> frozenset[str]:
+    """Datasets switched off with ``enabled: false`` (e.g. those that need a download)."""
+    return frozenset(
+        name for name, spec in config.get("datasets", {}).items() if not spec.get("enabled", True)
+    )
+
+
+def grid_points(
+    spec: Mapping[str, Any], skip: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, tuple[tuple[str, Any], ...]]]:
+    """Yield ``(path, ((axis, value), ...))`` for every point of a study's grid.
+
+    Values of the ``dataset`` axis listed in ``skip`` (disabled datasets) are left out.
+    """
+    grid = dict(spec.get("grid") or {})
+    if "dataset" in grid:
+        grid["dataset"] = [d for d in grid["dataset"] if d not in skip]
     axes = list(grid)
     for combo in itertools.product(*(grid[a] for a in axes)):
         values = tuple(zip(axes, combo, strict=True))
@@ -80,7 +94,7 @@ def study_cells(config: Mapping[str, Any], study: str) -> Iterator[Cell]:
     spec = config["studies"][study]
     trials, size = int(spec["trials"]), int(spec["chunk_size"])
     n_chunks = math.ceil(trials / size)
-    for path, values in grid_points(spec):
+    for path, values in grid_points(spec, disabled_datasets(config)):
         for chunk in range(n_chunks):
             first = chunk * size
             yield Cell(study, path, values, chunk, first, min(size, trials - first))
@@ -102,7 +116,14 @@ def study_datasets(config: Mapping[str, Any], study: str) -> list[str]:
     if fixed is not None:
         names.append(str(fixed))
     names.extend(str(n) for n in (spec.get("grid") or {}).get("dataset", []))
-    return list(dict.fromkeys(names))
+    skip = disabled_datasets(config)
+    return [n for n in dict.fromkeys(names) if n not in skip]
+
+
+def reference_datasets(config: Mapping[str, Any]) -> list[str]:
+    """Datasets that get a non-private reference (enabled ones only)."""
+    skip = disabled_datasets(config)
+    return [n for n in config.get("references", {}).get("datasets", []) if n not in skip]
 
 
 def check_config_references(config: Mapping[str, Any]) -> None:
@@ -136,10 +157,20 @@ def check_config_references(config: Mapping[str, Any]) -> None:
                 raise ValueError(
                     f"config studies.{study}: dataset {name!r} is not declared under datasets"
                 )
-        paths = [path for path, _ in grid_points(spec)]
+        skip = disabled_datasets(config)
+        fixed = params.get("dataset")
+        if fixed is not None and fixed in skip:
+            raise ValueError(
+                f"config studies.{study}: its dataset {fixed!r} is disabled (enabled: false)"
+            )
+        paths = [path for path, _ in grid_points(spec, skip)]
+        if not paths:
+            raise ValueError(
+                f"config studies.{study}.grid: no cells left (every dataset is disabled)"
+            )
         if len(set(paths)) != len(paths):
             raise ValueError(f"config studies.{study}.grid: values collide as path labels")
-        for _, values in grid_points(spec):
+        for _, values in grid_points(spec, skip):
             cell = {**params, **dict(values), "conversion": config["conversion"]}
             if kind.check_cell is not None:
                 try:

@@ -85,3 +85,36 @@ def test_value_labels():
 def test_eps_label_is_six_significant_digits():
     assert eps_label(0.25118864315095796) == "0.251189"
     assert eps_label(10.0) == "10"
+
+
+def test_disabled_datasets_leave_grids_and_references():
+    from dpreg.config import check_config_references, reference_datasets, study_datasets
+
+    config = {
+        "conversion": "tight",
+        "datasets": {
+            "lev_solar": {"loader": "lev_solar"},
+            "lev_slice": {"loader": "lev_slice", "enabled": False},
+        },
+        "references": {"datasets": ["lev_solar", "lev_slice"]},
+        "studies": {
+            "s": {
+                "kind": "eps_grid",
+                "grid": {"dataset": ["lev_solar", "lev_slice"]},
+                "params": {
+                    "estimator": "adassp",
+                    "epsilon": 1.0,
+                    "delta_rule": "inverse_n_squared",
+                },
+                "trials": 4,
+                "chunk_size": 4,
+            }
+        },
+    }
+    check_config_references(config)
+    assert {c.path for c in study_cells(config, "s")} == {"dataset~lev_solar"}
+    assert study_datasets(config, "s") == ["lev_solar"]
+    assert reference_datasets(config) == ["lev_solar"]
+    config["datasets"]["lev_solar"]["enabled"] = False
+    with pytest.raises(ValueError, match="every dataset is disabled"):
+        check_config_references(config)

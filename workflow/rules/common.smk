@@ -6,6 +6,7 @@ from dpreg.config import (
     check_config_references,
     find_cell,
     study_cells,
+    reference_datasets,
     study_datasets,
 )
 from dpreg.experiments.claims import papers_with_claims
@@ -57,7 +58,7 @@ def paper_study_tables(wildcards):
 
 
 def reference_paths():
-    return [f"results/references/{name}.json" for name in config["references"]["datasets"]]
+    return [f"results/references/{name}.json" for name in reference_datasets(config)]
 
 
 def all_targets():
