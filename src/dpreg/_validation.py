@@ -136,3 +136,24 @@ def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}; got {value!r}")
     return value
+
+
+def check_bounded_design(
+    X: Any, y: Any, *, bound_X: Any, bound_y: Any, trials: Any, rng: Any
+) -> tuple[np.ndarray, np.ndarray, int, np.random.Generator]:
+    """Validate a DP regression call on bounded data (rank deficiency allowed).
+
+    Shapes and finite values, n >= d, the public bounds ``max ||x_i|| <= bound_X`` and
+    ``max |y_i| <= bound_y`` (never clipped silently), ``trials`` and ``rng``.
+    """
+    X, y = check_regression(X, y, require_full_rank=False)
+    check_row_norm_bound(X, bound_X, "X", "bound_X")
+    check_row_norm_bound(y, bound_y, "y", "bound_y")
+    return X, y, check_trials(trials), check_rng(rng)
+
+
+def check_approx_dp_budget(budget: Any) -> tuple[float, float]:
+    """Require an :class:`ApproxDP` budget; return ``(epsilon, delta)`` (epsilon may be inf)."""
+    check_budget(budget, ApproxDP)
+    epsilon = check_positive(budget.epsilon, "budget.epsilon", allow_inf=True)
+    return epsilon, check_probability(budget.delta, "budget.delta")

@@ -22,14 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpreg._validation import (
+    check_approx_dp_budget,
+    check_bounded_design,
     check_budget,
     check_choice,
     check_positive,
     check_probability,
-    check_regression,
-    check_rng,
-    check_row_norm_bound,
-    check_trials,
 )
 from dpreg.estimators.registry import register
 from dpreg.privacy.budgets import ApproxDP
@@ -383,14 +381,10 @@ def fit_adassp(
     .. [3] B. Balle, Y.-X. Wang, "Improving the Gaussian mechanism for differential
        privacy: analytical calibration and optimal denoising", ICML 2018, Alg. 1.
     """
-    check_budget(budget, ApproxDP)
-    epsilon = check_positive(budget.epsilon, "budget.epsilon", allow_inf=True)
-    delta = check_probability(budget.delta, "budget.delta")
-    X, y = check_regression(X, y, require_full_rank=False)
-    check_row_norm_bound(X, bound_X, "X", "bound_X")
-    check_row_norm_bound(y, bound_y, "y", "bound_y")
-    trials = check_trials(trials)
-    rng = check_rng(rng)
+    epsilon, delta = check_approx_dp_budget(budget)
+    X, y, trials, rng = check_bounded_design(
+        X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
+    )
     check_choice(mechanism, "mechanism", MECHANISMS)
     check_choice(shift, "shift", SHIFTS)
     rho = delta / 10.0 if failure_prob is None else check_probability(failure_prob, "failure_prob")

@@ -28,14 +28,11 @@ import math
 import numpy as np
 
 from dpreg._validation import (
+    check_bounded_design,
     check_budget,
     check_choice,
     check_positive,
     check_probability,
-    check_regression,
-    check_rng,
-    check_row_norm_bound,
-    check_trials,
 )
 from dpreg.estimators.registry import register
 from dpreg.privacy.budgets import ZCDP, ApproxDP
@@ -404,11 +401,9 @@ def fit_dp_gd(
        extensions, and lower bounds", TCC 2016, Props. 1.3 and 1.6, Lemma 2.3.
     """
     check_budget(budget, (ZCDP, ApproxDP))
-    X, y = check_regression(X, y, require_full_rank=False)
-    check_row_norm_bound(X, bound_X, "X", "bound_X")
-    check_row_norm_bound(y, bound_y, "y", "bound_y")
-    trials = check_trials(trials)
-    rng = check_rng(rng)
+    X, y, trials, rng = check_bounded_design(
+        X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
+    )
     if isinstance(T, bool) or not isinstance(T, int | np.integer) or T < 1:
         raise ValueError(f"T must be a positive integer (number of steps); got {T!r}")
     T = int(T)

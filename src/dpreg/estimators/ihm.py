@@ -29,14 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpreg._validation import (
+    check_approx_dp_budget,
+    check_bounded_design,
     check_budget,
     check_choice,
     check_positive,
     check_probability,
-    check_regression,
-    check_rng,
-    check_row_norm_bound,
-    check_trials,
 )
 from dpreg.estimators.gram_sketch import direct_sketch_gram, gram_factor, sample_sketch_gram
 from dpreg.estimators.registry import register
@@ -455,14 +453,10 @@ def fit_ihm(
     .. [4] C. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential
        privacy", NeurIPS 2020, Prop. 12 (RDP to DP).
     """
-    check_budget(budget, ApproxDP)
-    epsilon = check_positive(budget.epsilon, "budget.epsilon", allow_inf=True)
-    delta = check_probability(budget.delta, "budget.delta")
-    X, y = check_regression(X, y, require_full_rank=False)
-    check_row_norm_bound(X, bound_X, "X", "bound_X")
-    check_row_norm_bound(y, bound_y, "y", "bound_y")
-    trials = check_trials(trials)
-    rng = check_rng(rng)
+    epsilon, delta = check_approx_dp_budget(budget)
+    X, y, trials, rng = check_bounded_design(
+        X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
+    )
     T = _check_int(T, "T", 1)
     clip = check_positive(clip, "clip")
     check_choice(gamma_method, "gamma_method", GAMMA_METHODS)

@@ -48,14 +48,10 @@ import math
 import numpy as np
 
 from dpreg._validation import (
-    check_budget,
+    check_approx_dp_budget,
+    check_bounded_design,
     check_choice,
-    check_positive,
     check_probability,
-    check_regression,
-    check_rng,
-    check_row_norm_bound,
-    check_trials,
 )
 from dpreg.estimators.gram_sketch import GramFactor, direct_sketch_gram, sample_sketch_gram
 from dpreg.estimators.registry import register
@@ -239,14 +235,10 @@ def _solve_from_gram(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _prepare(X, y, budget, rng, trials, bound_X, bound_y, sampler):
     """Shared validation and normalisation: A = [X, y] / sqrt(C_X^2 + C_Y^2)."""
-    check_budget(budget, ApproxDP)
-    epsilon = check_positive(budget.epsilon, "budget.epsilon", allow_inf=True)
-    delta = check_probability(budget.delta, "budget.delta")
-    X, y = check_regression(X, y, require_full_rank=False)
-    check_row_norm_bound(X, bound_X, "X", "bound_X")
-    check_row_norm_bound(y, bound_y, "y", "bound_y")
-    trials = check_trials(trials)
-    rng = check_rng(rng)
+    epsilon, delta = check_approx_dp_budget(budget)
+    X, y, trials, rng = check_bounded_design(
+        X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
+    )
     check_choice(sampler, "sampler", SAMPLERS)
     scale = math.sqrt(float(bound_X) ** 2 + float(bound_y) ** 2)
     A = np.column_stack([X, y]) / scale
