@@ -180,6 +180,7 @@ def load_angev98(
     download: bool = False,
     member: str = "m_d_806.sas7bdat",
     controls: Sequence[str] = (),
+    x: str = "kidcount",
 ) -> Dataset:
     """Load the 1980 all-women sample from the authors' AngEv98 extract (untested offline).
 
@@ -192,9 +193,11 @@ def load_angev98(
     = 0``). The replication literature reports n = 394,840 for these rules (394,835 in
     the paper); the liang2025 paper quotes 394,835.
 
-    Variables: ``y`` = ``WEEKSM`` (weeks worked in 1979), ``X`` = ``morekids``
-    (``KIDCOUNT > 2``), ``Z`` = ``samesex`` (``SEXK == SEX2ND``); optional raw
-    ``controls`` (column names of the file) are appended to both ``X`` and ``Z``.
+    Variables: ``y`` = ``WEEKSM`` (weeks worked in 1979), ``X`` = the number of
+    children ``KIDCOUNT`` (``x="kidcount"``, the default: Liang et al. 2025, Section 4.2)
+    or ``morekids`` = ``KIDCOUNT > 2`` (``x="morekids"``, Angrist & Evans' main
+    specification), ``Z`` = ``samesex`` (``SEXK == SEX2ND``); optional raw ``controls``
+    (column names of the file) are appended to both ``X`` and ``Z``.
 
     Parameters
     ----------
@@ -207,6 +210,8 @@ def load_angev98(
         File inside the zip (matched on its base name, case-insensitively).
     controls : sequence of str
         Extra raw columns used as exogenous controls.
+    x : {"kidcount", "morekids"}
+        The endogenous regressor.
 
     Returns
     -------
@@ -241,6 +246,24 @@ def load_angev98(
         with tempfile.TemporaryDirectory() as tmp:
             extracted = zf.extract(names[0], path=tmp)
             raw = pd.read_sas(extracted, format="sas7bdat", encoding=None)
+    return angev98_sample(raw, x=x, controls=controls, member=member, zip_hash=sha256_file(zpath))
+
+
+def angev98_sample(
+    raw: pd.DataFrame,
+    *,
+    x: str = "kidcount",
+    controls: Sequence[str] = (),
+    member: str = "m_d_806.sas7bdat",
+    zip_hash: str = "",
+) -> Dataset:
+    """Apply the Angrist-Evans (1998) sample rules to the raw 1980 extract.
+
+    The rules and variables of :func:`load_angev98`, on an already-read table (testable
+    without the zip).
+    """
+    if x not in ("kidcount", "morekids"):
+        raise ValueError(f"x must be 'kidcount' or 'morekids'; got {x!r}")
     wanted = [*ANGEV98_COLUMNS, *controls]
     missing = [c for c in wanted if c not in raw.columns]
     if missing:
@@ -258,23 +281,25 @@ def load_angev98(
         & (df[["AAGE", "AQTRBRTH", "AAGE2ND", "ASEX", "ASEX2ND"]] == 0).all(axis=1)
     )
     s = df.loc[keep]
-    morekids = (s["KIDCOUNT"] > 2).to_numpy(dtype=np.float64)
+    if x == "kidcount":
+        regressor = s["KIDCOUNT"].to_numpy(dtype=np.float64)
+    else:
+        regressor = (s["KIDCOUNT"] > 2).to_numpy(dtype=np.float64)
     samesex = (s["SEXK"] == s["SEX2ND"]).to_numpy(dtype=np.float64)
     extra = [s[c].to_numpy(dtype=np.float64) for c in controls]
-    zip_hash = sha256_file(zpath)
     return Dataset(
         name="angev98",
-        X=np.column_stack([morekids, *extra]),
+        X=np.column_stack([regressor, *extra]),
         y=s["WEEKSM"].to_numpy(dtype=np.float64),
         Z=np.column_stack([samesex, *extra]),
-        feature_names=("morekids", *controls),
+        feature_names=(x, *controls),
         target_name="WEEKSM",
         instrument_names=("samesex", *controls),
         sources=(("angev98", zip_hash),),
         description=(
             f"Angrist and Evans (1998) 1980 Census extract {member} from AngEv98.zip; women "
             "aged 21-35 with >= 2 children, second child > 1 year, no allocated values. "
-            "y = weeks worked in 1979, x = morekids, z = samesex."
+            f"y = weeks worked in 1979, x = {x}, z = samesex."
         ),
         preprocessing=({"step": "angev98_sample_rules", "n_raw": int(len(df))},),
     )
