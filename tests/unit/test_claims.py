@@ -123,3 +123,17 @@ def test_lev2026_dpgd_claim_fails_when_dpgd_wins():
     row = claims[claims["source"] == "App. J, Figs. 4-5"]
     assert row["passed"].item() == "NO"
     assert row["value"].item() == 0.0
+
+
+def test_lev2026_public_bounds_paired_with_data_derived():
+    paper = _eps_table({("lev_pol", "ihm", 1.0): 0.5, ("lev_solar", "ihm", 1.0): 0.3})
+    paper["relative_excess"] = [0.4, 0.2]
+    public = _eps_table({("lev_pol_public", "ihm", 1.0): 0.1, ("lev_x_public", "ihm", 1.0): 1})
+    public["relative_excess"] = [0.1, 9.0]
+    out = check_claims("lev2026", {"lev_fig1": paper, "lev_public_bounds": public})
+    paired = out["public_vs_data_derived"]
+    assert paired["dataset"].tolist() == ["lev_pol"]  # lev_x has no data-derived twin
+    assert paired["relative_excess_public"].item() == 0.1
+    assert paired["relative_excess_data_derived"].item() == 0.4
+    assert paired["ratio"].item() == pytest.approx(0.25)
+    assert "public_vs_data_derived" not in check_claims("lev2026", {"lev_fig1": paper})

@@ -73,6 +73,8 @@ def fetcher(data_mirror, tmp_path_factory):
 
 
 def _load(name, fetcher, draw=0, **kw):
+    # The paper's pipeline (data-derived bounds) unless a test asks for public bounds.
+    kw.setdefault("bounds", "data_derived")
     key = "split" if lev2026_kind(name) == "mask" else "seed"
     return load_dataset(name, fetcher=fetcher, **{key: draw}, **kw)
 
@@ -187,7 +189,9 @@ def test_permutation_reproducible_with_seed(fetcher):
         np.testing.assert_array_equal(a.y, b.y)
         c = _load(name, fetcher, 8)
         assert c.n == a.n and not np.array_equal(a.y, c.y)
-        g = load_dataset(name, fetcher=fetcher, seed=np.random.default_rng(7))
+        g = load_dataset(
+            name, fetcher=fetcher, seed=np.random.default_rng(7), bounds="data_derived"
+        )
         np.testing.assert_array_equal(a.X, g.X)
     with pytest.raises(ValueError, match="seed"):
         load_dataset("lev_housing", fetcher=fetcher, seed=-1)
@@ -273,3 +277,57 @@ def test_pipeline_passes_split_and_seed(data_mirror, tmp_path):
     assert [s for s in m1["preprocessing"] if s["step"] == "lev2026"][0]["seed"] == 5
     with pytest.raises(ValueError, match="lev2026"):
         prepare_dataset("housing", {**spec, "preprocessing": "liang2025"}, **kw)
+
+
+# --------------------------------------------------------------------------- public bounds
+
+
+@pytest.mark.parametrize("name", ["lev_pol", "lev_airfoil", "lev_crime", "lev_tamielectric"])
+def test_public_bounds_are_the_default(name, fetcher):
+    """Default: public bounds C_X = 2 sqrt(d), C_Y = 3 in standardised units, rows clipped."""
+    key = "split" if lev2026_kind(name) == "mask" else "seed"
+    ds = load_dataset(name, fetcher=fetcher, **{key: 0})
+    paper = _load(name, fetcher)
+    assert (ds.n, ds.d) == (paper.n, paper.d)
+    assert np.linalg.norm(ds.X, axis=1).max() <= 1 + 1e-12 and np.abs(ds.y).max() <= 1
+    (clip,) = _step(ds, "clip_scale")
+    assert clip["bounds"] == "public" and clip["data_derived_nonprivate"] is False
+    assert clip["scale_X"] == pytest.approx(2.0 * np.sqrt(ds.d)) and clip["scale_y"] == 3.0
+    assert not _step(ds, "scale")  # no data-derived scaling anywhere
+    step = _step(ds, "lev2026")[-1]
+    assert step["bounds"] == "public" and step["bound_X_per_sqrt_d"] == 2.0
+    # Rows below the bound are scaled, not clipped: undo the map and compare with the
+    # standardised rows (z-scored or root-mean-square scaled, no centring of y).
+    norms = np.linalg.norm(ds.X, axis=1)
+    inside = norms < 1 - 1e-9
+    assert inside.mean() > 0.9  # the default bounds clip few rows on these datasets
+    assert clip["clipped_rows_X"] == int((~inside).sum())  # clipped rows land on the sphere
+    # Standardised units: before clipping the training rows have E y^2 = 1 exactly.
+    y_std = ds.y * 3.0
+    if clip["clipped_rows_y"] == 0:
+        assert np.mean(y_std**2) == pytest.approx(1.0, rel=1e-12)
+    assert 0.3 < np.mean(y_std**2) <= 1.0 + 1e-9
+
+
+def test_public_bounds_keep_the_problem(fetcher):
+    """Without clipping, RMS scaling only rescales columns: same OLS fit as the paper's."""
+    # Airfoil is not z-scored by the code; with a bound large enough that nothing clips
+    # the public pipeline is a column rescaling of the data-derived one.
+    paper = _load("lev_airfoil", fetcher)
+    wide = _load("lev_airfoil", fetcher, bounds="public", bound_X_per_sqrt_d=1e3, bound_y=1e3)
+    assert _step(wide, "clip_scale")[0]["clipped_rows_X"] == 0
+    fit = lambda ds: ds.X @ np.linalg.lstsq(ds.X, ds.y, rcond=None)[0]  # noqa: E731
+    # Fitted values are equivariant: they agree up to the y scale factor.
+    ratio = fit(paper) / fit(wide)
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-8)
+    np.testing.assert_allclose(paper.y / wide.y, paper.y[0] / wide.y[0], rtol=1e-12)
+
+
+def test_public_bounds_options_rejected(fetcher):
+    with pytest.raises(ValueError, match="bounds must be one of"):
+        _load("lev_servo", fetcher, bounds="max_norm")
+    for bad in (0.0, -1.0, float("nan"), float("inf"), "2"):
+        with pytest.raises(ValueError, match="bound_X_per_sqrt_d"):
+            _load("lev_servo", fetcher, bounds="public", bound_X_per_sqrt_d=bad)
+    with pytest.raises(ValueError, match="bound_y"):
+        _load("lev_housing", fetcher, bounds="public", bound_y=0)

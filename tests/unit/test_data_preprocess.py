@@ -14,9 +14,11 @@ from hypothesis.extra.numpy import arrays
 from dpreg.data import (
     Dataset,
     center,
+    clip_to_public_bounds,
     fetch,
     load_uci,
     preprocess_lev2026,
+    rms_scale,
     scale_by_data_derived_bounds,
     scale_by_public_bounds,
     split_by_mask,
@@ -154,3 +156,47 @@ def test_data_derived_bounds_property(X, y):
     assert np.linalg.norm(out.X, axis=1).max() <= 1.0 + 1e-12
     assert np.abs(out.y).max() <= 1.0 + 1e-12
     assert np.isclose(np.abs(out.y).max(), 1.0)
+
+
+def test_rms_scale_keeps_the_column_space():
+    ds = _ds()
+    out = rms_scale(ds)
+    tr = ds.train_mask
+    rms = np.sqrt(np.mean(ds.X[tr] ** 2, axis=0))
+    np.testing.assert_allclose(out.X, ds.X / rms)
+    np.testing.assert_allclose(np.mean(out.X[tr] ** 2, axis=0), 1.0)
+    np.testing.assert_allclose(np.mean(out.y[tr] ** 2), 1.0)
+    step = out.preprocessing[-1]
+    assert step["step"] == "rms_scale" and step["data_derived_nonprivate"] is True
+    only_y = rms_scale(ds, columns=False)
+    np.testing.assert_array_equal(only_y.X, ds.X)
+    with pytest.raises(ValueError, match="all zero"):
+        rms_scale(_ds(y=np.zeros(50)))
+
+
+def test_clip_to_public_bounds_maps_each_row_on_its_own():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 4)) * rng.uniform(0.1, 3.0, size=(40, 1))
+    y = rng.normal(size=40) * 2.0
+    ds = Dataset(name="toy", X=X, y=y)
+    out = clip_to_public_bounds(ds, bound_X=2.0, bound_y=1.5)
+    norms = np.linalg.norm(X, axis=1)
+    # Independent computation, row by row.
+    for i in range(40):
+        expect = X[i] / 2.0 if norms[i] <= 2.0 else X[i] / norms[i]
+        np.testing.assert_allclose(out.X[i], expect)
+        assert out.y[i] == pytest.approx(min(1.0, max(-1.0, y[i] / 1.5)))
+    step = out.preprocessing[-1]
+    assert step["clipped_rows_X"] == int((norms > 2.0).sum()) > 0
+    assert step["clipped_rows_y"] == int((np.abs(y) > 1.5).sum()) > 0
+    assert step["bounds"] == "public" and step["data_derived_nonprivate"] is False
+    # Neighbouring datasets (one row replaced) differ in that row only.
+    X2 = X.copy()
+    X2[7] = 100.0
+    out2 = clip_to_public_bounds(Dataset(name="toy", X=X2, y=y), bound_X=2.0, bound_y=1.5)
+    same = np.arange(40) != 7
+    np.testing.assert_array_equal(out2.X[same], out.X[same])
+    assert np.linalg.norm(out2.X[7]) == pytest.approx(1.0)
+    for bad in (0.0, -2.0, float("inf")):
+        with pytest.raises(ValueError, match="bound_X"):
+            clip_to_public_bounds(ds, bound_X=bad, bound_y=1.0)

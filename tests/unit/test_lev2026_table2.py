@@ -53,7 +53,10 @@ def draws(fetcher):
         key = "split" if lev2026_kind(name) == "mask" else "seed"
         out[name] = [
             dataset_quantities(ds.X, ds.y)
-            for ds in (load_dataset(name, fetcher=fetcher, **{key: i}) for i in range(N_DRAWS))
+            for ds in (
+                load_dataset(name, fetcher=fetcher, bounds="data_derived", **{key: i})
+                for i in range(N_DRAWS)
+            )
         ]
     return out
 
@@ -66,7 +69,7 @@ def table(fetcher):
             trials=1,
             first_trial=0,
             seed=7,
-            data=load_dataset(name, fetcher=fetcher),
+            data=load_dataset(name, fetcher=fetcher, bounds="data_derived"),
         )
         for name in DATASETS
     ]

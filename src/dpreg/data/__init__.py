@@ -26,7 +26,9 @@ from dpreg.data.datasets import (
 from dpreg.data.manifest import MANIFEST_ENV, ManifestEntry, load_manifest
 from dpreg.data.preprocess import (
     center,
+    clip_to_public_bounds,
     preprocess_lev2026,
+    rms_scale,
     scale_by_data_derived_bounds,
     scale_by_public_bounds,
     split_by_mask,
@@ -56,6 +58,7 @@ __all__ = [
     "ManifestEntry",
     "SyntheticDGP",
     "center",
+    "clip_to_public_bounds",
     "dataset_names",
     "dgp_names",
     "fetch",
@@ -68,6 +71,7 @@ __all__ = [
     "preprocess_lev2026",
     "register_dataset",
     "register_dgp",
+    "rms_scale",
     "scale_by_data_derived_bounds",
     "scale_by_public_bounds",
     "sha256_file",

@@ -13,8 +13,23 @@ the **training rows** after the authors' pipeline (reading notes ``lev2026-ihm.m
   training rows (as the code, which uses the global ``np.random`` state seeded with 50).
   Not standardised, except TamiElectric (training statistics) and Crime (the code
   z-scores Crime on **all** rows with pandas' ``ddof=1`` before filtering; kept).
-* Then, for all: ``y / max|y_train|`` and ``X / max_i ||x_i,train||`` -- data-derived,
-  **non-private** bounds, flagged ``data_derived_nonprivate`` in ``preprocessing``.
+* Then the bounds ``C_X = C_Y = 1`` are made to hold in one of two ways (option
+  ``bounds``):
+
+  - ``"public"`` (default): features not z-scored above are divided by their training
+    root mean square (no centring; :func:`~dpreg.data.preprocess.rms_scale`), ``y`` by
+    its training root mean square, so that the mean squared row norm is ``d`` and
+    ``E y^2 = 1``; then each row is divided by the **public** bounds
+    ``C_X = bound_X_per_sqrt_d * sqrt(d)`` (default ``2 sqrt(d)``) and ``C_Y = bound_y``
+    (default 3) and projected onto the unit ball if it exceeds them
+    (:func:`~dpreg.data.preprocess.clip_to_public_bounds`). The bounds are fixed before
+    seeing the data; the standardisation statistics (means, standard deviations, root
+    mean squares: aggregate statistics) remain data-derived and outside the guarantee,
+    as recorded in ``preprocessing`` (docs/lev2026-data.md, "Bounds").
+  - ``"data_derived"`` (the paper's experiments and code): ``y / max|y_train|`` and
+    ``X / max_i ||x_i,train||`` -- bounds read off single rows, **non-private**, flagged
+    ``data_derived_nonprivate`` in ``preprocessing``. The lev2026 studies of
+    ``config/config.yaml`` reproduce the paper with this option.
 
 Per-dataset specifics (code): Bike feature engineering (d = 18), Crime column and row
 selection (d = 99), Tecator target ``fat`` with the other 124 columns as features,
@@ -35,6 +50,7 @@ The number of held-out (test) rows is recorded in the last ``preprocessing`` ste
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -46,9 +62,17 @@ import pandas as pd
 
 from dpreg.data.acquire import fetch, sha256_file
 from dpreg.data.datasets import Dataset, register_dataset
-from dpreg.data.preprocess import scale_by_data_derived_bounds, split_by_mask, zscore
+from dpreg.data.preprocess import (
+    clip_to_public_bounds,
+    rms_scale,
+    scale_by_data_derived_bounds,
+    split_by_mask,
+    zscore,
+)
 
 __all__ = [
+    "BOUNDS",
+    "BoundsSpec",
     "LARGE_OFFLINE_UNAVAILABLE",
     "LEV2026_DATASETS",
     "MASK_DATASETS",
@@ -64,6 +88,30 @@ Fetcher = Callable[[str], Path]
 
 #: Fraction of rows in the training part of the random permutation (code: ``int(0.8 m)``).
 TRAIN_FRACTION = 0.8
+#: The two ways to obtain ``C_X = C_Y = 1`` (module docstring).
+BOUNDS = ("public", "data_derived")
+#: Default public bounds in standardised units: ``C_X = 2 sqrt(d)``, ``C_Y = 3``.
+DEFAULT_BOUND_X_PER_SQRT_D = 2.0
+DEFAULT_BOUND_Y = 3.0
+
+
+@dataclass(frozen=True)
+class BoundsSpec:
+    """How the loaders make ``C_X = C_Y = 1`` hold (module docstring, option ``bounds``)."""
+
+    bounds: str = "public"
+    bound_X_per_sqrt_d: float = DEFAULT_BOUND_X_PER_SQRT_D
+    bound_y: float = DEFAULT_BOUND_Y
+
+    def __post_init__(self) -> None:
+        if self.bounds not in BOUNDS:
+            raise ValueError(f"bounds must be one of {BOUNDS}; got {self.bounds!r}")
+        for name in ("bound_X_per_sqrt_d", "bound_y"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{name} must be a positive number; got {value!r}")
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a finite positive number; got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -360,6 +408,7 @@ def _finish(
     standardise: bool,
     split_desc: str,
     summary: dict[str, Any],
+    bounds: BoundsSpec,
 ) -> Dataset:
     ds = Dataset(
         name=info.registry_name,
@@ -378,7 +427,14 @@ def _finish(
     )
     if standardise:
         ds = zscore(ds)
-    ds = scale_by_data_derived_bounds(ds)
+    if bounds.bounds == "data_derived":
+        ds = scale_by_data_derived_bounds(ds)
+    else:
+        ds = rms_scale(ds, columns=not standardise, target=True)
+        d = ds.X.shape[1]
+        ds = clip_to_public_bounds(
+            ds, bound_X=bounds.bound_X_per_sqrt_d * math.sqrt(d), bound_y=bounds.bound_y
+        )
     tr, te = split_by_mask(ds)
     step = {
         "step": "lev2026",
@@ -388,10 +444,17 @@ def _finish(
         "n_train": tr.n,
         "held_out_rows": te.n,
         "large_offline_unavailable": info.large_offline_unavailable,
+        "bounds": bounds.bounds,
         "data_derived_nonprivate": True,
         **summary,
     }
     return tr.with_(preprocessing=tr.preprocessing + (step,))
+
+
+def _bounds_summary(spec: BoundsSpec) -> dict[str, Any]:
+    if spec.bounds == "data_derived":
+        return {}
+    return {"bound_X_per_sqrt_d": spec.bound_X_per_sqrt_d, "bound_y": spec.bound_y}
 
 
 def _permutation(m: int, seed: int | np.random.Generator) -> tuple[np.ndarray, int]:
@@ -413,8 +476,12 @@ def _load_permutation(
     seed: int | np.random.Generator = 0,
     keep_heating_load: bool = False,
     crime_zscore_on: str = "all",
+    bounds: str = "public",
+    bound_X_per_sqrt_d: float = DEFAULT_BOUND_X_PER_SQRT_D,
+    bound_y: float = DEFAULT_BOUND_Y,
 ) -> Dataset:
     info = LEV2026_DATASETS[f"lev_{key}"]
+    spec = BoundsSpec(bounds, bound_X_per_sqrt_d, bound_y)
     _check_seed(seed)
     extra: dict[str, Any] = {}
     standardise = False
@@ -471,12 +538,22 @@ def _load_permutation(
         standardise=standardise,
         split_desc=f"random permutation (numpy default_rng, seed {seed_rec}); first "
         f"int(0.8*{m}) = {n_train} rows train",
-        summary={"seed": seed_rec, **extra},
+        summary={"seed": seed_rec, **extra, **_bounds_summary(spec)},
+        bounds=spec,
     )
 
 
-def _load_mask(key: str, *, fetcher: Fetcher = fetch, split: int = 0) -> Dataset:
+def _load_mask(
+    key: str,
+    *,
+    fetcher: Fetcher = fetch,
+    split: int = 0,
+    bounds: str = "public",
+    bound_X_per_sqrt_d: float = DEFAULT_BOUND_X_PER_SQRT_D,
+    bound_y: float = DEFAULT_BOUND_Y,
+) -> Dataset:
     info = LEV2026_DATASETS[f"lev_{key}"]
+    spec = BoundsSpec(bounds, bound_X_per_sqrt_d, bound_y)
     raw, test = _read_mask_data(key, fetcher)
     n_splits = test.shape[1]
     if isinstance(split, bool) or not isinstance(split, int | np.integer):
@@ -489,7 +566,8 @@ def _load_mask(key: str, *, fetcher: Fetcher = fetch, split: int = 0) -> Dataset
         ~test[:, int(split)],
         standardise=True,
         split_desc=f"provided test mask column {int(split)} (1 = test)",
-        summary={"split": int(split)},
+        summary={"split": int(split), **_bounds_summary(spec)},
+        bounds=spec,
     )
 
 
@@ -504,13 +582,17 @@ def load_lev2026(name: str, **options: Any) -> Dataset:
         ``fetcher`` (``entry_id -> Path``); ``split`` (mask datasets: test-mask column,
         default 0); ``seed`` (permutation datasets: int or ``numpy.random.Generator``,
         default 0); ``keep_heating_load`` (Energy, default False);
-        ``crime_zscore_on`` (Crime: ``"all"`` as the code, default, or ``"train"``).
+        ``crime_zscore_on`` (Crime: ``"all"`` as the code, default, or ``"train"``);
+        ``bounds`` (``"public"``, default, or ``"data_derived"`` as the paper),
+        ``bound_X_per_sqrt_d`` (default 2) and ``bound_y`` (default 3): the public
+        bounds in standardised units (module docstring).
 
     Returns
     -------
     Dataset
-        The training rows, ``max ||x_i|| = 1`` and ``max |y_i| = 1``; the held-out row
-        count is in the final ``preprocessing`` step (:func:`held_out_rows`).
+        The training rows with ``||x_i|| <= 1`` and ``|y_i| <= 1`` (with
+        ``bounds="data_derived"``: ``max ||x_i|| = 1`` and ``max |y_i| = 1``); the
+        held-out row count is in the final ``preprocessing`` step (:func:`held_out_rows`).
     """
     reg = name if name.startswith("lev_") else f"lev_{name}"
     if reg not in LEV2026_DATASETS:

@@ -14,9 +14,13 @@ Iterative Hessian Mixing code (lev2026 notes, section 5.1):
 
 Step 3 reads the bounds off the private data **non-privately**. The papers' experiments
 do this; it is offered here as the explicitly named
-:func:`scale_by_data_derived_bounds`. The DP-respecting alternative is
-:func:`scale_by_public_bounds`, which divides by bounds given as public inputs and
-checks that they hold (never clipping silently).
+:func:`scale_by_data_derived_bounds`. The DP-respecting alternatives take the bounds as
+public inputs: :func:`scale_by_public_bounds` divides by them and checks that they hold
+(never clipping silently); :func:`clip_to_public_bounds` divides by them and projects
+each row that exceeds them onto the bound (a per-row map, so the estimators' guarantee
+with ``C_X = C_Y = 1`` holds for the clipped rows). :func:`rms_scale` expresses
+non-standardised columns in units of their root mean square so that bounds such as
+``C_X = c sqrt(d)`` can be stated without looking at the data values.
 """
 
 from __future__ import annotations
@@ -30,8 +34,10 @@ from dpreg.data.datasets import Dataset
 
 __all__ = [
     "center",
+    "clip_to_public_bounds",
     "preprocess_lev2026",
     "preprocess_liang2025",
+    "rms_scale",
     "scale_by_data_derived_bounds",
     "scale_by_public_bounds",
     "split_by_mask",
@@ -198,6 +204,94 @@ def scale_by_data_derived_bounds(ds: Dataset, *, instruments: bool = True) -> Da
     return ds.with_(
         X=ds.X / scale_X, y=ds.y / scale_y, Z=Z, preprocessing=ds.preprocessing + (step,)
     )
+
+
+def rms_scale(ds: Dataset, *, columns: bool = True, target: bool = True) -> Dataset:
+    r"""Divide columns of ``X`` (and ``y``) by their training root mean square.
+
+    No centring, so the regression problem (the column space of ``X`` and the fit
+    without intercept) is unchanged; only the units change: every scaled column has
+    :math:`\frac1n\sum_i x_{ij}^2 = 1` on the training rows (an all-zero column is left
+    as is), hence :math:`\frac1n\sum_i\|x_i\|^2 = d`. Used by the lev2026 public-bounds
+    pipeline to state bounds in these units. The root mean squares are aggregate
+    training statistics, recorded as ``data_derived_nonprivate`` (like z-scoring).
+
+    Parameters
+    ----------
+    ds : Dataset
+        Statistics from the rows with ``train_mask`` (all rows if ``None``).
+    columns, target : bool, default True
+        Scale the columns of ``X`` / the target ``y``.
+
+    Returns
+    -------
+    Dataset
+    """
+    rows, stats_from = _train_rows(ds)
+    X, y = ds.X, ds.y
+    step: dict[str, Any] = {
+        "step": "rms_scale",
+        "stats_from": stats_from,
+        "columns": bool(columns),
+        "target": bool(target),
+        "data_derived_nonprivate": True,
+    }
+    if columns:
+        rms = np.sqrt(np.mean(X[rows] ** 2, axis=0))
+        X = X / np.where(rms == 0, 1.0, rms)
+        step["zero_columns"] = int((rms == 0).sum())
+    if target:
+        rms_y = float(np.sqrt(np.mean(y[rows] ** 2)))
+        if rms_y == 0:
+            raise ValueError(f"{ds.name}: y is all zero on the {stats_from}; cannot scale")
+        y = y / rms_y
+    return ds.with_(X=X, y=y, preprocessing=ds.preprocessing + (step,))
+
+
+def clip_to_public_bounds(ds: Dataset, *, bound_X: float, bound_y: float) -> Dataset:
+    r"""Divide by public bounds and project the rows that exceed them onto the bound.
+
+    :math:`x_i \mapsto x_i / \max(C_X, \|x_i\|_2)`, :math:`y_i \mapsto
+    \operatorname{clip}(y_i / C_Y, -1, 1)`. Each output row depends on its own input row
+    only, so a DP estimator run on the result with :math:`C_X = C_Y = 1` is DP with
+    respect to the rows given here (the bounds are public inputs, never read off the
+    data). Unlike :func:`scale_by_public_bounds` this clips; the number of clipped
+    training rows is recorded in the step for the analyst's diagnostics (it is a data
+    statistic, not a released one).
+
+    Parameters
+    ----------
+    ds : Dataset
+        Without instruments (``Z``); all rows (train and test) are mapped.
+    bound_X : float
+        Public bound :math:`C_X` on :math:`\|x_i\|_2`.
+    bound_y : float
+        Public bound :math:`C_Y` on :math:`|y_i|`.
+
+    Returns
+    -------
+    Dataset
+        Rows satisfy ``||x_i|| <= 1`` and ``|y_i| <= 1``.
+    """
+    bound_X = check_positive(bound_X, "bound_X")
+    bound_y = check_positive(bound_y, "bound_y")
+    if ds.Z is not None:
+        raise ValueError(f"{ds.name}: clip_to_public_bounds does not handle instruments Z")
+    norms = np.linalg.norm(ds.X, axis=1)
+    X = ds.X / np.maximum(bound_X, norms)[:, None]
+    y = np.clip(ds.y / bound_y, -1.0, 1.0)
+    rows, stats_from = _train_rows(ds)
+    step: dict[str, Any] = {
+        "step": "clip_scale",
+        "bounds": "public",
+        "data_derived_nonprivate": False,
+        "scale_X": bound_X,
+        "scale_y": bound_y,
+        "clipped_rows_X": int((norms[rows] > bound_X).sum()),
+        "clipped_rows_y": int((np.abs(ds.y[rows]) > bound_y).sum()),
+        "clip_counts_from": stats_from,
+    }
+    return ds.with_(X=X, y=y, preprocessing=ds.preprocessing + (step,))
 
 
 def scale_by_public_bounds(

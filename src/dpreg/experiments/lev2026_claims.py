@@ -10,6 +10,11 @@ two combined standard errors. Criteria follow the notes' reproduction checklist 
 * Fig. 4-5: IHM below DP-GD on the large majority (>= 75%) of (dataset, epsilon) cells.
 * Fig. 6: at epsilon <= 1 the AdaSSP - IHM gap with T = 2 is smaller than with T = 3
   (same datasets in Figs. 1-3) on the majority of datasets.
+
+Not a claim of the paper: ``public_vs_data_derived`` sets each cell of the study
+``lev_public_bounds`` (datasets named ``<name>_public``, public bounds) beside the same
+(dataset, estimator, epsilon) of Figs. 1-5 (``<name>``, the paper's data-derived bounds),
+comparing the relative excess train MSE over OLS on each one's own preprocessed rows.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from dpreg.experiments.claims import CLAIM_COLUMNS, claim_row, register_claims
 
 MAIN_FIGURES = ("lev_fig1", "lev_fig2", "lev_fig3")
 DPGD_FIGURES = ("lev_fig4", "lev_fig5")
+PUBLIC_BOUNDS_STUDY = "lev_public_bounds"
+PUBLIC_SUFFIX = "_public"
 PRIVATE = ("ihm", "adassp", "linear_mixing", "dp_gd")
 
 
@@ -140,6 +147,33 @@ def _fig7_claims(table: pd.DataFrame | None) -> list[dict[str, object]]:
     return rows
 
 
+def public_vs_data_derived(public: pd.DataFrame, data_derived: pd.DataFrame) -> pd.DataFrame:
+    """Pair each public-bounds cell with its data-derived counterpart.
+
+    Parameters
+    ----------
+    public : DataFrame
+        The ``lev_public_bounds`` table (``dataset`` ends in ``_public``).
+    data_derived : DataFrame
+        Tables of Figs. 1-5 stacked (the paper's scaling).
+
+    Returns
+    -------
+    DataFrame
+        ``dataset`` (without the suffix), ``estimator``, ``epsilon``,
+        ``relative_excess_public``, ``relative_excess_data_derived`` and their ``ratio``
+        (below 1: public bounds do better); cells without a counterpart are dropped.
+    """
+    cols = ["dataset", "estimator", "epsilon", "relative_excess"]
+    pub = public[cols].copy()
+    pub["dataset"] = pub["dataset"].str.removesuffix(PUBLIC_SUFFIX)
+    merged = pub.merge(
+        data_derived[cols], on=["dataset", "estimator", "epsilon"], suffixes=("_public", "_data")
+    ).rename(columns={"relative_excess_data": "relative_excess_data_derived"})
+    merged["ratio"] = merged["relative_excess_public"] / merged["relative_excess_data_derived"]
+    return merged.sort_values(["dataset", "estimator", "epsilon"], ignore_index=True)
+
+
 @register_claims("lev2026")
 def lev2026_claims(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Evaluate the checkable claims of Lev et al. (2026) (module docstring)."""
@@ -204,5 +238,9 @@ def lev2026_claims(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame
                 )
             )
     rows.extend(_fig7_claims(tables.get("lev_fig7")))
+    public = tables.get(PUBLIC_BOUNDS_STUDY)
+    paired = _stack(tables, MAIN_FIGURES + DPGD_FIGURES)
+    if public is not None and not paired.empty:
+        out["public_vs_data_derived"] = public_vs_data_derived(public, paired)
     out = {"claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS), **out}
     return out
