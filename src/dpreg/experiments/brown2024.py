@@ -1,0 +1,768 @@
+r"""Experiments of Brown et al. (2024): DP-GD accuracy, clipping and confidence intervals.
+
+Study kinds (see :mod:`dpreg.experiments.kinds`; figures in :mod:`dpreg.plotting.brown2024`):
+
+``brown_error_vs_dim``
+    Figs. 1 and 9: error of DP-GD, OLS and AdaSSP against p at fixed n/p.
+``brown_cost_of_privacy``
+    Figs. 2 and 8: privacy error :math:`\|\theta_T - \hat\theta\|` and sampling error
+    :math:`\|\hat\theta - \theta^*\|` against n, with the Lemma 2.3 predictions and the
+    crossover :math:`n^*` (:mod:`dpreg.theory.dpgd`).
+``brown_clip_heatmap``
+    Fig. 3: fraction of gradients clipped on a (p, gamma) grid.
+``brown_bias_variance`` / ``brown_error_vs_clipping``
+    Figs. 4 and 7: many DP-GD runs on one data set per gamma (and T); squared bias,
+    variance and error against gamma, or error against the realised clip fraction.
+``brown_ci``
+    Figs. 5/6 and 10/11: coverage and length of the three interval constructions
+    (:mod:`dpreg.inference`) against the total number of iterations N, with the
+    non-private OLS interval width and coverage of the Huber target beside
+    :math:`\hat\theta`.
+
+Data (Section 4; App. B): :math:`\theta^*` uniform on the unit sphere, :math:`\xi_i \sim
+N(\mu_\xi, \sigma^2)` with :math:`\mu_\xi = 0` (the paper; the authors' scripts use 1,
+notes §5.0 -- option ``noise_mean``), :math:`x_i \sim N(0, I)` (``design: isotropic``) or
+:math:`N(0, U\Lambda U^\top)` with :math:`\Lambda = \mathrm{diag}(2, 1, u_3, \dots, u_p)`,
+:math:`u_i \sim U[1, 2]` and :math:`U` Haar on SO(p), drawn per data set
+(``design: anisotropic``). DP-GD (:func:`~dpreg.estimators.dpgd.fit_dp_gd`) uses
+:math:`\theta_0 = 0`, :math:`\gamma = c_\gamma\sqrt p` (``clip_scale``, default 5) and the
+zCDP noise of Lemma 2.1; its rows record the budget in both units.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.stats import special_ortho_group
+
+from dpreg.data.datasets import Dataset
+from dpreg.estimators.adassp import fit_adassp
+from dpreg.estimators.dpgd import fit_dp_gd
+from dpreg.experiments.budgets import budget_columns
+from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.inference import intervals_from_path, intervals_from_runs, ols_interval_half_width
+from dpreg.inference.coverage import coverage_summary
+from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.privacy.conversions import zcdp_to_eps
+from dpreg.theory import dpgd as theory
+
+__all__ = [
+    "BIAS_VARIANCE",
+    "CI",
+    "CLIP_HEATMAP",
+    "COST_OF_PRIVACY",
+    "DESIGNS",
+    "ERROR_VS_CLIPPING",
+    "ERROR_VS_DIM",
+    "brown_data",
+    "run_ci",
+    "run_clip_heatmap",
+    "run_clip_sweep",
+    "run_cost_of_privacy",
+    "run_error_vs_dim",
+    "summarise_ci",
+    "summarise_clip_heatmap",
+    "summarise_clip_sweep",
+    "summarise_cost_of_privacy",
+    "summarise_error_vs_dim",
+]
+
+DESIGNS = ("isotropic", "anisotropic")
+CI_METHODS = ("independent_runs", "checkpoints", "batched_means")
+DEFAULT_DELTA = 1e-6  # footnote 2: rho = 0.015 is (0.925, 1e-6)-DP
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def brown_data(
+    n: int,
+    p: int,
+    *,
+    rng: np.random.Generator,
+    design: str = "isotropic",
+    sigma: float = 1.0,
+    noise_mean: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Draw one synthetic data set of Section 4 / App. B: ``(X, y, theta_star)``.
+
+    Draw order: :math:`\theta^*` (normalised :math:`N(0, I_p)`), then for the anisotropic
+    design :math:`u_3..u_p` and the rotation, then X, then the noise.
+    """
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}; got {design!r}")
+    theta = rng.standard_normal(p)
+    theta /= np.linalg.norm(theta)
+    G = rng.standard_normal((n, p))
+    if design == "anisotropic":
+        lam = np.concatenate([[2.0, 1.0], rng.uniform(1.0, 2.0, size=max(p - 2, 0))])[:p]
+        U = special_ortho_group.rvs(p, random_state=rng) if p > 1 else np.ones((1, 1))
+        G = G @ (U * np.sqrt(lam)).T  # rows ~ N(0, U diag(lam) U^T)
+    y = G @ theta + noise_mean + sigma * rng.standard_normal(n)
+    return G, y, theta
+
+
+def _ols(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    # normal equations: the Gaussian designs here are well conditioned, and lstsq would
+    # copy an (n, p) design of up to 0.5 GB (Fig. 8b)
+    return np.linalg.solve(X.T @ X, X.T @ y)
+
+
+def _dpgd(
+    X: np.ndarray,
+    y: np.ndarray,
+    cell: Mapping[str, Any],
+    *,
+    rng: np.random.Generator,
+    trials: int = 1,
+    clip: float | None = None,
+    T: int | None = None,
+    **extra: Any,
+):
+    p = X.shape[1]
+    gamma = clip if clip is not None else float(cell.get("clip_scale", 5.0)) * math.sqrt(p)
+    return fit_dp_gd(
+        X,
+        y,
+        budget=ZCDP(float(cell.get("rho", 0.015))),
+        rng=rng,
+        trials=trials,
+        T=int(T if T is not None else cell.get("T", 20)),
+        step=float(cell.get("step", 0.2)),
+        clip=gamma,
+        bound_X=None,
+        bound_y=None,
+        kernel="fast" if trials > 1 else "rows",  # "fast" stores two more (n, p) arrays
+        **extra,
+    )
+
+
+def _budget(cell: Mapping[str, Any]) -> dict[str, object]:
+    return budget_columns(
+        rho=float(cell.get("rho", 0.015)),
+        delta=float(cell.get("delta", DEFAULT_DELTA)),
+        conversion=cell.get("conversion", "tight"),
+    )
+
+
+def _common_rows(frame: pd.DataFrame, cell: Mapping[str, Any], seed: int) -> pd.DataFrame:
+    frame.insert(1, "seed", np.full(len(frame), seed, dtype=np.uint64))
+    for key, value in _budget(cell).items():
+        frame[key] = value
+    return frame
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _check_common(cell: Mapping[str, Any]) -> None:
+    if cell.get("design", "isotropic") not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}; got {cell.get('design')!r}")
+    for key in ("rho", "step", "clip_scale", "sigma", "n_per_p"):
+        if key in cell:
+            v = cell[key]
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf:
+                raise ValueError(f"{key} must be a positive finite number; got {v!r}")
+    for key in ("T", "n", "p", "data_seed", "total_steps", "m", "burn_in"):
+        if key in cell:
+            for v in _as_list(cell[key]):
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise ValueError(f"{key} must be a non-negative integer; got {v!r}")
+    if "delta" in cell and not 0 < float(cell["delta"]) < 1:
+        raise ValueError(f"delta must lie in (0, 1); got {cell['delta']!r}")
+
+
+COMMON_KEYS = frozenset(
+    {"design", "rho", "T", "step", "clip_scale", "sigma", "noise_mean", "delta"}
+)
+
+
+# ------------------------------------------------------------------- Figs. 1 and 9
+
+
+def run_error_vs_dim(
+    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
+) -> pd.DataFrame:
+    r"""Figs. 1/9: one fresh data set per trial (n = n_per_p * p); OLS, DP-GD, AdaSSP.
+
+    Defaults: ``rho = 0.05``, ``T = 10``, ``step = 0.25``, ``clip_scale = 5``,
+    ``n_per_p = 100``. AdaSSP runs at the :math:`(\varepsilon, \delta)` of Claim A.6
+    (:math:`\varepsilon = \rho + 2\sqrt{\rho\log(1/\delta)}`, 1.712 at rho = 0.05)
+    with data bounds read off the data non-privately (the authors' choice, which favours
+    AdaSSP; notes §8 item 12) and ``failure_prob = 0.05``.
+    """
+    del data
+    cell = {"rho": 0.05, "T": 10, "step": 0.25, **cell}
+    p = int(cell["p"])
+    n = int(cell.get("n_per_p", 100)) * p
+    delta = float(cell.get("delta", DEFAULT_DELTA))
+    eps = zcdp_to_eps(float(cell["rho"]), delta, method="simple")
+    rows = []
+    for j in range(trials):
+        rng = np.random.default_rng([seed, j])
+        X, y, truth = brown_data(
+            n,
+            p,
+            rng=rng,
+            design=cell.get("design", "isotropic"),
+            sigma=float(cell.get("sigma", 1.0)),
+            noise_mean=float(cell.get("noise_mean", 0.0)),
+        )
+        ols = _ols(X, y)
+        start = time.perf_counter()
+        fit = _dpgd(X, y, cell, rng=rng)
+        t_gd = time.perf_counter() - start
+        start = time.perf_counter()
+        ada = fit_adassp(
+            X,
+            y,
+            budget=ApproxDP(eps, delta),
+            rng=rng,
+            bound_X=float(np.linalg.norm(X, axis=1).max()),
+            bound_y=float(np.abs(y).max()),
+            failure_prob=float(cell.get("adassp_failure_prob", 0.05)),
+            mechanism=cell.get("adassp_mechanism", "analytic"),
+        )
+        t_ada = time.perf_counter() - start
+        for method, theta, clip, wall in (
+            ("ols", ols, 0.0, 0.0),
+            ("dp_gd", fit.theta[0], float(fit.diagnostics["clip_fraction"].mean()), t_gd),
+            ("adassp", ada.theta[0], math.nan, t_ada),
+        ):
+            rows.append(
+                {
+                    "trial": first_trial + j,
+                    "method": method,
+                    "p": p,
+                    "n": n,
+                    "err_true": float(np.linalg.norm(theta - truth)),
+                    "err_hat": float(np.linalg.norm(theta - ols)),
+                    "clip_fraction": clip,
+                    "adassp_epsilon": eps,
+                    "wall_time_s": wall,
+                }
+            )
+    return _common_rows(pd.DataFrame(rows), cell, seed)
+
+
+def _mean_se(group: pd.DataFrame, col: str) -> dict[str, float]:
+    v = group[col].to_numpy(dtype=float)
+    v = v[np.isfinite(v)]
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
+    return {f"{col}_mean": float(v.mean()) if v.size else math.nan, f"{col}_se": se}
+
+
+def summarise_error_vs_dim(
+    runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()
+) -> pd.DataFrame:
+    """Per (p, method): mean and SE of ``err_true`` and ``err_hat``, clip fraction."""
+    del references
+    rows = []
+    for (p, method), g in runs.groupby(["p", "method"], sort=True):
+        rows.append(
+            {
+                "p": int(p),
+                "n": int(g["n"].iloc[0]),
+                "method": method,
+                **_mean_se(g, "err_true"),
+                **_mean_se(g, "err_hat"),
+                "clip_fraction": float(g["clip_fraction"].mean()),
+                "trials": len(g),
+                "rho": float(g["rho"].iloc[0]),
+                "epsilon_adassp": float(g["adassp_epsilon"].iloc[0]),
+                "delta": float(g["delta"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------- Figs. 2 and 8
+
+
+def run_cost_of_privacy(
+    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
+) -> pd.DataFrame:
+    """Figs. 2/8: fresh data per trial; privacy and sampling errors of the last iterate."""
+    del data
+    n, p = int(cell["n"]), int(cell["p"])
+    rows = []
+    for j in range(trials):
+        rng = np.random.default_rng([seed, j])
+        X, y, truth = brown_data(
+            n,
+            p,
+            rng=rng,
+            design=cell.get("design", "isotropic"),
+            sigma=float(cell.get("sigma", 1.0)),
+            noise_mean=float(cell.get("noise_mean", 0.0)),
+        )
+        ols = _ols(X, y)
+        fit = _dpgd(X, y, cell, rng=rng)
+        rows.append(
+            {
+                "trial": first_trial + j,
+                "n": n,
+                "p": p,
+                "privacy_error": float(np.linalg.norm(fit.theta[0] - ols)),
+                "sampling_error": float(np.linalg.norm(ols - truth)),
+                "total_error": float(np.linalg.norm(fit.theta[0] - truth)),
+                "clip_fraction": float(fit.diagnostics["clip_fraction"].mean()),
+                "T": int(fit.diagnostics["T"]),
+                "step": fit.diagnostics["step"],
+                "clip": fit.diagnostics["clip"],
+            }
+        )
+    return _common_rows(pd.DataFrame(rows), cell, seed)
+
+
+def summarise_cost_of_privacy(
+    runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()
+) -> pd.DataFrame:
+    """Per n: mean/SE of both errors, RMS predictions (isotropic theory) and n*."""
+    del references
+    rows = []
+    for n, g in runs.groupby("n", sort=True):
+        p, T = int(g["p"].iloc[0]), int(g["T"].iloc[0])
+        gamma, eta, rho = (
+            float(g["clip"].iloc[0]),
+            float(g["step"].iloc[0]),
+            float(g["rho"].iloc[0]),
+        )
+        rows.append(
+            {
+                "n": int(n),
+                "p": p,
+                **_mean_se(g, "privacy_error"),
+                **_mean_se(g, "sampling_error"),
+                **_mean_se(g, "total_error"),
+                "privacy_rms_theory": math.sqrt(
+                    theory.isotropic_privacy_mse(n, p, T=T, clip=gamma, rho=rho, step=eta)
+                ),
+                "sampling_rms_theory": math.sqrt(theory.ols_sampling_mse(n, p)),
+                "crossover_n_theory": theory.crossover_n(T=T, clip=gamma, rho=rho, step=eta),
+                "clip_fraction": float(g["clip_fraction"].mean()),
+                "trials": len(g),
+                "T": T,
+                "step": eta,
+                "clip": gamma,
+                "rho": rho,
+                "epsilon": float(g["epsilon"].iloc[0]),
+                "delta": float(g["delta"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- Fig. 3
+
+
+def run_clip_heatmap(
+    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
+) -> pd.DataFrame:
+    """Fig. 3: for each trial one data set (n = n_per_p * p) and one run per gamma.
+
+    The clip fraction is the total number of clipped per-example gradients over the
+    ``T n`` computed (the authors' definition). ``gamma`` is a list of absolute
+    thresholds (author code: 20 values in ``linspace(sqrt(5), 3 sqrt(200))``).
+    """
+    del data
+    p = int(cell["p"])
+    n = int(cell.get("n_per_p", 100)) * p
+    rows = []
+    for j in range(trials):
+        rng = np.random.default_rng([seed, j])
+        X, y, _ = brown_data(n, p, rng=rng, design=cell.get("design", "isotropic"))
+        for gamma in _as_list(cell["gamma"]):
+            fit = _dpgd(X, y, cell, rng=rng, clip=float(gamma))
+            rows.append(
+                {
+                    "trial": first_trial + j,
+                    "p": p,
+                    "n": n,
+                    "gamma": float(gamma),
+                    "gamma_over_sqrt_p": float(gamma) / math.sqrt(p),
+                    "clip_fraction": float(fit.diagnostics["clip_fraction"].mean()),
+                }
+            )
+    return _common_rows(pd.DataFrame(rows), cell, seed)
+
+
+def summarise_clip_heatmap(
+    runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()
+) -> pd.DataFrame:
+    """Per (p, gamma): mean clip fraction over trials."""
+    del references
+    keys = ["p", "n", "gamma", "gamma_over_sqrt_p", "rho", "epsilon", "delta"]
+    table = runs.groupby(keys, sort=True)["clip_fraction"].agg(["mean", "count"]).reset_index()
+    return table.rename(columns={"mean": "clip_fraction", "count": "trials"})
+
+
+# --------------------------------------------------------------------- Figs. 4 and 7
+
+
+def _fixed_data(cell: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return brown_data(
+        int(cell["n"]),
+        int(cell["p"]),
+        rng=np.random.default_rng(int(cell.get("data_seed", 0))),
+        design=cell.get("design", "isotropic"),
+        sigma=float(cell.get("sigma", 1.0)),
+        noise_mean=float(cell.get("noise_mean", 0.0)),
+    )
+
+
+def run_clip_sweep(
+    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
+) -> pd.DataFrame:
+    r"""Figs. 4/7: one data set (``data_seed``), ``trials`` DP-GD runs per clip level.
+
+    ``clip_scales`` lists :math:`c` with :math:`\gamma = c\sqrt p`; run ``k`` of the
+    list draws from ``default_rng([seed, k])``. Rows hold the final iterate and its
+    errors against :math:`\hat\theta`, :math:`\theta^*` and the Huber target.
+    """
+    del data
+    X, y, truth = _fixed_data(cell)
+    p = X.shape[1]
+    ols = _ols(X, y)
+    frames = []
+    for k, c in enumerate(_as_list(cell["clip_scales"])):
+        gamma = float(c) * math.sqrt(p)
+        fit = _dpgd(X, y, cell, rng=np.random.default_rng([seed, k]), trials=trials, clip=gamma)
+        huber = theory.huber_target(X, y, gamma)
+        frame = pd.DataFrame(fit.theta, columns=[f"theta_{j}" for j in range(p)])
+        frame.insert(0, "trial", np.arange(first_trial, first_trial + trials))
+        frame["clip_scale"] = float(c)
+        frame["gamma"] = gamma
+        frame["T"] = int(fit.diagnostics["T"])
+        frame["clip_fraction"] = fit.diagnostics["clip_fraction"].mean(axis=1)
+        frame["err_hat"] = np.linalg.norm(fit.theta - ols, axis=1)
+        frame["err_true"] = np.linalg.norm(fit.theta - truth, axis=1)
+        frame["err_huber"] = np.linalg.norm(fit.theta - huber, axis=1)
+        for j in range(p):
+            frame[f"ols_{j}"] = ols[j]
+            frame[f"truth_{j}"] = truth[j]
+        frames.append(frame)
+    return _common_rows(pd.concat(frames, ignore_index=True), cell, seed)
+
+
+def summarise_clip_sweep(
+    runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()
+) -> pd.DataFrame:
+    r"""Per (T, gamma): bias-variance decomposition of :math:`\theta_T` and clip fraction.
+
+    ``bias2_hat = ||mean theta_T - theta_hat||^2``, ``variance = mean ||theta_T - mean||^2``
+    (ddof 1), ``mse_hat = mean ||theta_T - theta_hat||^2`` (= bias2 + variance up to the
+    ddof); the same against :math:`\theta^*` (``*_true``); mean norms ``err_*``.
+    """
+    del references
+    p = sum(1 for c in runs.columns if c.startswith("theta_"))
+    cols = [f"theta_{j}" for j in range(p)]
+    rows = []
+    for (T, gamma), g in runs.groupby(["T", "gamma"], sort=True):
+        theta = g[cols].to_numpy()
+        ols = g[[f"ols_{j}" for j in range(p)]].iloc[0].to_numpy()
+        truth = g[[f"truth_{j}" for j in range(p)]].iloc[0].to_numpy()
+        mean = theta.mean(axis=0)
+        R = theta.shape[0]
+        variance = float(np.sum((theta - mean) ** 2) / max(R - 1, 1))
+        rows.append(
+            {
+                "T": int(T),
+                "gamma": float(gamma),
+                "clip_scale": float(g["clip_scale"].iloc[0]),
+                "clip_fraction": float(g["clip_fraction"].mean()),
+                "bias2_hat": float(np.sum((mean - ols) ** 2)),
+                "bias2_true": float(np.sum((mean - truth) ** 2)),
+                "variance": variance,
+                "mse_hat": float(np.mean(np.sum((theta - ols) ** 2, axis=1))),
+                "mse_true": float(np.mean(np.sum((theta - truth) ** 2, axis=1))),
+                **_mean_se(g, "err_hat"),
+                **_mean_se(g, "err_true"),
+                **_mean_se(g, "err_huber"),
+                "trials": R,
+                "rho": float(g["rho"].iloc[0]),
+                "epsilon": float(g["epsilon"].iloc[0]),
+                "delta": float(g["delta"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _tagged(figure: str):
+    def summarise(runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()) -> pd.DataFrame:
+        table = summarise_clip_sweep(runs, references)
+        table.insert(0, "figure", figure)
+        return table
+
+    summarise.__doc__ = f"{summarise_clip_sweep.__doc__}\n    Tagged ``figure = {figure!r}``."
+    return summarise
+
+
+# ------------------------------------------------------------ Figs. 5/6 and 10/11
+
+
+def run_ci(
+    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
+) -> pd.DataFrame:
+    r"""Figs. 5/6, 10/11: ``trials`` replicate CI constructions at N = ``total_steps``.
+
+    One data set (``data_seed``; the target :math:`\hat\theta` is its empirical
+    minimiser, notes §5.1). The budget ``rho`` covers all N noisy steps of a
+    construction. Checkpoints and batched means are computed from the same single runs
+    (``default_rng([seed, 0])``); independent runs use m runs of N/m steps
+    (``default_rng([seed, 1])``) and are skipped when ``N/m <= burn_in`` (App. B).
+    One row per (trial, method) with per-coordinate coverage of :math:`\hat\theta`
+    and of the Huber target :math:`\hat\theta_\gamma`, and lengths.
+    """
+    del data
+    X, y, _ = _fixed_data(cell)
+    p = X.shape[1]
+    N = int(cell["total_steps"])
+    m = int(cell.get("m", 10))
+    burn_in = int(cell.get("burn_in", 20))
+    alpha = float(cell.get("alpha", 0.05))
+    methods = _as_list(cell.get("methods", list(CI_METHODS)))
+    gamma = float(cell.get("clip_scale", 5.0)) * math.sqrt(p)
+    ols = _ols(X, y)
+    huber = theory.huber_target(X, y, gamma)
+    ols_half = ols_interval_half_width(X, y, alpha)
+    results = []
+    if {"checkpoints", "batched_means"} & set(methods):
+        start = time.perf_counter()
+        fit = _dpgd(
+            X, y, cell, rng=np.random.default_rng([seed, 0]), trials=trials, T=N, return_path=True
+        )
+        wall = time.perf_counter() - start
+        clip = fit.diagnostics["clip_fraction"].mean(axis=1)
+        for method in ("checkpoints", "batched_means"):
+            if method in methods:
+                ci = intervals_from_path(fit.path, method=method, m=m, burn_in=burn_in, alpha=alpha)
+                results.append((method, ci, clip, fit.diagnostics["noise_std"], wall))
+    if "independent_runs" in methods and N // m > burn_in:
+        T = N // m
+        start = time.perf_counter()
+        fit = _dpgd(
+            X,
+            y,
+            cell,
+            rng=np.random.default_rng([seed, 1]),
+            trials=trials * m,
+            T=T,
+            return_path=True,
+            accounting_steps=m * T,
+        )
+        wall = time.perf_counter() - start
+        paths = fit.path.reshape(trials, m, T + 1, p)
+        ci = intervals_from_runs(
+            paths,
+            burn_in=burn_in,
+            alpha=alpha,
+            run_estimate=cell.get("run_estimate", "post_burn_in_mean"),
+        )
+        clip = fit.diagnostics["clip_fraction"].reshape(trials, m * T).mean(axis=1)
+        results.append(("independent_runs", ci, clip, fit.diagnostics["noise_std"], wall))
+    frames = []
+    for method, ci, clip, noise_std, wall in results:
+        frame = pd.DataFrame({"trial": np.arange(first_trial, first_trial + trials)})
+        frame["method"] = method
+        frame["total_steps"] = N
+        frame["m"] = m
+        frame["burn_in"] = burn_in
+        frame["alpha"] = alpha
+        frame["n"] = X.shape[0]
+        frame["p"] = p
+        frame["clip"] = gamma
+        frame["noise_std"] = noise_std
+        frame["clip_fraction"] = clip
+        cov_hat, cov_huber, length = ci.covers(ols), ci.covers(huber), ci.length
+        for j in range(p):
+            frame[f"covered_hat_{j}"] = cov_hat[:, j]
+            frame[f"covered_huber_{j}"] = cov_huber[:, j]
+            frame[f"length_{j}"] = length[:, j]
+            frame[f"ols_length_{j}"] = 2.0 * ols_half[j]
+        frame["huber_minus_ols"] = float(np.linalg.norm(huber - ols))
+        frame["wall_time_s"] = wall / trials
+        frames.append(frame)
+    if not frames:
+        raise ValueError(f"no CI method applies at total_steps={N} (methods {methods})")
+    return _common_rows(pd.concat(frames, ignore_index=True), cell, seed)
+
+
+def summarise_ci(runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()) -> pd.DataFrame:
+    """Per (N, method): coverage of theta_hat and of the Huber target, lengths.
+
+    Coverage: ``coverage`` (mean over runs and coordinates), ``coverage_low`` /
+    ``coverage_high`` (2.5/97.5 percentiles across coordinates, Fig. 5's error bars),
+    ``coverage_se`` (from per-run averages) and ``coverage_se_nominal``; the same with
+    ``huber_`` prefix. Length: mean, 2.5/97.5 percentiles across coordinates of the
+    per-coordinate mean length (Fig. 6), and ``ols_length`` (mean over coordinates of
+    the non-private OLS interval, Fig. 6's dashed line).
+    """
+    del references
+    p = sum(1 for c in runs.columns if c.startswith("covered_hat_"))
+    rows = []
+    for (N, method), g in runs.groupby(["total_steps", "method"], sort=True):
+        alpha = float(g["alpha"].iloc[0])
+        hat = coverage_summary(g[[f"covered_hat_{j}" for j in range(p)]].to_numpy(), alpha)
+        hub = coverage_summary(g[[f"covered_huber_{j}" for j in range(p)]].to_numpy(), alpha)
+        lengths = g[[f"length_{j}" for j in range(p)]].to_numpy()
+        per_coord = lengths.mean(axis=0)
+        rows.append(
+            {
+                "total_steps": int(N),
+                "method": method,
+                "coverage": hat["mean"],
+                "coverage_low": hat["low"],
+                "coverage_high": hat["high"],
+                "coverage_se": hat["se"],
+                "coverage_se_nominal": hat["se_nominal"],
+                "huber_coverage": hub["mean"],
+                "huber_coverage_se": hub["se"],
+                "length": float(lengths.mean()),
+                "length_low": float(np.percentile(per_coord, 2.5)),
+                "length_high": float(np.percentile(per_coord, 97.5)),
+                "ols_length": float(
+                    g[[f"ols_length_{j}" for j in range(p)]].iloc[0].to_numpy().mean()
+                ),
+                "nominal": 1.0 - alpha,
+                "clip_fraction": float(g["clip_fraction"].mean()),
+                "noise_std": float(g["noise_std"].iloc[0]),
+                "huber_minus_ols": float(g["huber_minus_ols"].iloc[0]),
+                "runs": hat["runs"],
+                "m": int(g["m"].iloc[0]),
+                "burn_in": int(g["burn_in"].iloc[0]),
+                "n": int(g["n"].iloc[0]),
+                "p": p,
+                "rho": float(g["rho"].iloc[0]),
+                "epsilon": float(g["epsilon"].iloc[0]),
+                "delta": float(g["delta"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------- registry
+
+
+def _check_dim(cell: Mapping[str, Any]) -> None:
+    _check_common(cell)
+    if int(cell["p"]) < 2:
+        raise ValueError(f"p must be >= 2; got {cell['p']!r}")
+
+
+def _check_cost(cell: Mapping[str, Any]) -> None:
+    _check_common(cell)
+    if int(cell["n"]) <= int(cell["p"]) + 1:
+        raise ValueError(f"n must exceed p + 1; got n={cell['n']}, p={cell['p']}")
+
+
+def _check_heatmap(cell: Mapping[str, Any]) -> None:
+    _check_common(cell)
+    for g in _as_list(cell["gamma"]):
+        if isinstance(g, bool) or not isinstance(g, int | float) or not 0 < g < math.inf:
+            raise ValueError(f"gamma values must be positive and finite; got {g!r}")
+
+
+def _check_sweep(cell: Mapping[str, Any]) -> None:
+    _check_cost(cell)
+    for c in _as_list(cell["clip_scales"]):
+        if isinstance(c, bool) or not isinstance(c, int | float) or not 0 < c < math.inf:
+            raise ValueError(f"clip_scales must be positive and finite; got {c!r}")
+
+
+def _check_ci(cell: Mapping[str, Any]) -> None:
+    _check_cost(cell)
+    for method in _as_list(cell.get("methods", list(CI_METHODS))):
+        if method not in CI_METHODS:
+            raise ValueError(f"methods must be among {CI_METHODS}; got {method!r}")
+    if not 0 < float(cell.get("alpha", 0.05)) < 1:
+        raise ValueError(f"alpha must lie in (0, 1); got {cell.get('alpha')!r}")
+    if cell.get("run_estimate", "post_burn_in_mean") not in ("final", "post_burn_in_mean"):
+        raise ValueError("run_estimate must be 'final' or 'post_burn_in_mean'")
+    m, b, N = int(cell.get("m", 10)), int(cell.get("burn_in", 20)), int(cell["total_steps"])
+    if m < 2 or N - b < m:
+        raise ValueError(f"need m >= 2 and total_steps - burn_in >= m; got m={m}, N={N}, b={b}")
+
+
+def _fig(name: str):
+    def draw(table: pd.DataFrame, *, title: str | None = None) -> Any:
+        from dpreg.plotting import brown2024 as plots
+
+        return getattr(plots, name)(table, title=title)
+
+    return draw
+
+
+ERROR_VS_DIM = register_kind(
+    StudyKind(
+        name="brown_error_vs_dim",
+        run=run_error_vs_dim,
+        summarise=summarise_error_vs_dim,
+        figure=_fig("plot_error_vs_dim"),
+        required=frozenset({"p"}),
+        optional=COMMON_KEYS | {"n_per_p", "adassp_failure_prob", "adassp_mechanism"},
+        check_cell=_check_dim,
+    )
+)
+COST_OF_PRIVACY = register_kind(
+    StudyKind(
+        name="brown_cost_of_privacy",
+        run=run_cost_of_privacy,
+        summarise=summarise_cost_of_privacy,
+        figure=_fig("plot_cost_of_privacy"),
+        required=frozenset({"n", "p"}),
+        optional=COMMON_KEYS,
+        check_cell=_check_cost,
+    )
+)
+CLIP_HEATMAP = register_kind(
+    StudyKind(
+        name="brown_clip_heatmap",
+        run=run_clip_heatmap,
+        summarise=summarise_clip_heatmap,
+        figure=_fig("plot_clip_heatmap"),
+        required=frozenset({"p", "gamma"}),
+        optional=COMMON_KEYS | {"n_per_p"},
+        check_cell=_check_heatmap,
+    )
+)
+_SWEEP_KEYS = COMMON_KEYS | {"data_seed"}
+BIAS_VARIANCE = register_kind(
+    StudyKind(
+        name="brown_bias_variance",
+        run=run_clip_sweep,
+        summarise=_tagged("bias_variance"),
+        figure=_fig("plot_bias_variance"),
+        required=frozenset({"n", "p", "clip_scales"}),
+        optional=_SWEEP_KEYS,
+        check_cell=_check_sweep,
+    )
+)
+ERROR_VS_CLIPPING = register_kind(
+    StudyKind(
+        name="brown_error_vs_clipping",
+        run=run_clip_sweep,
+        summarise=_tagged("error_vs_clipping"),
+        figure=_fig("plot_error_vs_clipping"),
+        required=frozenset({"n", "p", "clip_scales"}),
+        optional=_SWEEP_KEYS,
+        check_cell=_check_sweep,
+    )
+)
+CI = register_kind(
+    StudyKind(
+        name="brown_ci",
+        run=run_ci,
+        summarise=summarise_ci,
+        figure=_fig("plot_ci"),
+        required=frozenset({"n", "p", "total_steps"}),
+        optional=_SWEEP_KEYS | {"m", "burn_in", "alpha", "methods", "run_estimate"},
+        check_cell=_check_ci,
+    )
+)

@@ -1,0 +1,155 @@
+"""DP-GD options added for Brown et al. (2024): fast kernel, unbounded data, budget spread."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpreg.estimators.dpgd import ClippedGradientKernel, dp_gd_path, fit_dp_gd
+from dpreg.privacy.budgets import ZCDP
+from dpreg.privacy.rdp import gaussian_pld_epsilon
+
+
+def _gaussian(seed=0, n=600, p=4, intercept=False):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    if intercept:
+        X[:, 0] = 1.0
+    theta = rng.standard_normal(p)
+    return X, X @ theta + rng.standard_normal(n)
+
+
+def _loop_gradient(X, y, theta, clip, mode):
+    """Per-example loop, the definition of Algorithm 1 line 3 (independent of the kernel)."""
+    n, d = X.shape
+    out = np.zeros((d, theta.shape[1]))
+    count = np.zeros(theta.shape[1])
+    for k in range(theta.shape[1]):
+        for i in range(n):
+            r = y[i] - X[i] @ theta[:, k]
+            g = -X[i] * r
+            if mode == "gradient":
+                norm = np.linalg.norm(g)
+                if norm > clip:
+                    g, count[k] = g * clip / norm, count[k] + 1
+            elif abs(r) > clip:
+                g, count[k] = -X[i] * math.copysign(clip, r), count[k] + 1
+            out[:, k] += g
+    return out / n, count / n
+
+
+@pytest.mark.parametrize("mode", ["gradient", "residual"])
+@pytest.mark.parametrize("clip", [0.3, 2.0, math.inf])
+def test_fast_kernel_equals_per_example_loop(mode, clip):
+    X, y = _gaussian(n=60, p=3)
+    X[5] = 0.0  # a zero row: zero gradient, never clipped
+    theta = np.random.default_rng(1).normal(size=(3, 5)) * 2
+    g, frac = ClippedGradientKernel(X, y, clip, clip_mode=mode)(theta)
+    g_ref, frac_ref = _loop_gradient(X, y, theta, clip, mode)
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(frac, frac_ref)
+    if math.isfinite(clip) and clip < 1:
+        assert frac.min() > 0  # the test exercises clipping
+
+
+@pytest.mark.parametrize("clip", [1.0, 6.0, math.inf])
+def test_fast_and_rows_kernels_give_the_same_path(clip, monkeypatch):
+    import dpreg.estimators.dpgd as mod
+
+    monkeypatch.setattr(mod, "_FAST_BLOCK_ELEMENTS", 300)  # several row blocks
+    X, y = _gaussian(n=500)
+    kw = dict(trials=6, T=25, step=0.25, clip=clip, noise_std=0.4)
+    a, fa = dp_gd_path(X, y, rng=np.random.default_rng(3), **kw)
+    b, fb = dp_gd_path(X, y, rng=np.random.default_rng(3), kernel="fast", **kw)
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-11)
+    np.testing.assert_array_equal(fa, fb)
+
+
+def test_unbounded_gaussian_data_need_no_bound_for_gradient_clipping():
+    X, y = _gaussian()
+    gamma = 5 * math.sqrt(X.shape[1])
+    fit = fit_dp_gd(
+        X,
+        y,
+        budget=ZCDP(0.015),
+        rng=np.random.default_rng(0),
+        T=20,
+        step=0.2,
+        clip=gamma,
+        bound_X=None,
+        bound_y=None,
+    )
+    assert fit.theta.shape == (1, X.shape[1])
+    with pytest.raises(ValueError, match="bound_X"):  # the default bound 1 still applies
+        fit_dp_gd(X, y, budget=ZCDP(0.015), rng=np.random.default_rng(0), clip=gamma)
+    with pytest.raises(ValueError, match="residual"):
+        fit_dp_gd(
+            X,
+            y,
+            budget=ZCDP(0.1),
+            rng=np.random.default_rng(0),
+            clip_mode="residual",
+            bound_X=None,
+            bound_y=None,
+        )
+
+
+@pytest.mark.parametrize("T,total", [(20, 20), (100, 1000), (7, 70)])
+def test_budget_spread_over_all_steps_matches_lemma21_and_pld(T, total):
+    """lambda^2 = 2 N gamma^2 / (rho n^2) for N total steps; dp-accounting agrees."""
+    X, y = _gaussian()
+    n, p = X.shape
+    rho, gamma = 0.015, 5 * math.sqrt(p)
+    fit = fit_dp_gd(
+        X,
+        y,
+        budget=ZCDP(rho),
+        rng=np.random.default_rng(0),
+        T=T,
+        step=0.25,
+        clip=gamma,
+        accounting_steps=total,
+        bound_X=None,
+        bound_y=None,
+        kernel="fast",
+    )
+    lam = fit.diagnostics["noise_std"]
+    assert lam**2 == pytest.approx(2 * total * gamma**2 / (rho * n**2), rel=1e-12)
+    assert fit.budget_spent.rho == pytest.approx(rho * T / total, rel=1e-12)
+    assert fit.budget_spent.rho <= rho * T / total * (1 + 1e-15)
+    # Independent accountant: dp-accounting's PLD for `total` Gaussian steps of noise
+    # multiplier lambda / Delta (Delta = 2 gamma / n) against the exact epsilon of the
+    # equivalent single Gaussian, mu = sqrt(total) Delta / lambda = sqrt(2 rho).
+    delta = 1e-6
+    eps_pld = gaussian_pld_epsilon(lam / (2 * gamma / n), total, delta)
+    mu = math.sqrt(2 * rho)
+
+    def exact_delta(eps):
+        return stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(
+            -eps / mu - mu / 2
+        )
+
+    lo, hi = 0.0, 20.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if exact_delta(mid) > delta else (lo, mid)
+    assert eps_pld == pytest.approx(hi, abs=2e-3)
+    assert eps_pld >= hi - 1e-9  # pessimistic PLD never under-reports
+
+
+def test_bad_new_options():
+    X, y = _gaussian()
+    base = dict(budget=ZCDP(0.1), rng=np.random.default_rng(0), bound_X=None, bound_y=None)
+    with pytest.raises(ValueError, match="accounting_steps"):
+        fit_dp_gd(X, y, T=10, accounting_steps=5, **base)
+    with pytest.raises(ValueError, match="accounting_steps"):
+        fit_dp_gd(X, y, T=10, accounting_steps=2.5, **base)
+    with pytest.raises(ValueError, match="kernel"):
+        fit_dp_gd(X, y, kernel="gpu", **base)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        fit_dp_gd(Xn, y, **base)

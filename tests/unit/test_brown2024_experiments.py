@@ -1,0 +1,146 @@
+"""Study kinds of Brown et al. (2024): data, runs, tables, figures, claims."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpreg.experiments import brown2024 as exp
+from dpreg.experiments.claims import check_claims
+from dpreg.experiments.kinds import get_kind
+
+matplotlib.use("Agg")
+
+
+def test_data_designs():
+    X, y, theta = exp.brown_data(40000, 6, rng=np.random.default_rng(0), design="anisotropic")
+    assert np.linalg.norm(theta) == pytest.approx(1.0)
+    eig = np.linalg.eigvalsh(X.T @ X / X.shape[0])
+    # population spectrum {2, 1, U[1, 2]...}: extremes 1 and 2 up to sampling error
+    assert eig.min() == pytest.approx(1.0, abs=0.05) and eig.max() == pytest.approx(2.0, abs=0.08)
+    resid = y - X @ theta
+    assert resid.mean() == pytest.approx(0.0, abs=0.03) and resid.std() == pytest.approx(
+        1, abs=0.02
+    )
+    X, _, _ = exp.brown_data(40000, 6, rng=np.random.default_rng(0), noise_mean=1.0)
+    assert np.allclose(X.T @ X / 40000, np.eye(6), atol=0.05)
+    with pytest.raises(ValueError, match="design"):
+        exp.brown_data(10, 2, rng=np.random.default_rng(0), design="sparse")
+
+
+def _run(kind_name, cells, trials):
+    kind = get_kind(kind_name)
+    runs = []
+    for c in cells:
+        c = {**c, "conversion": "tight"}
+        kind.check_keys("s", set(c))
+        kind.check_cell(c)
+        runs.append(kind.run(c, trials=trials, first_trial=0, seed=5, data=None))
+    runs = pd.concat(runs, ignore_index=True)
+    assert {"trial", "seed", "rho", "epsilon", "delta"} <= set(runs.columns)
+    table = kind.summarise(runs, [])
+    again = kind.summarise(runs, [])
+    pd.testing.assert_frame_equal(table, again)  # deterministic
+    fig = kind.figure(table, title="t")
+    assert fig.axes
+    matplotlib.pyplot.close(fig)
+    return runs, table
+
+
+def test_error_vs_dim_and_claims():
+    _, table = _run("brown_error_vs_dim", [dict(p=5), dict(p=15)], 3)
+    assert set(table["method"]) == {"ols", "dp_gd", "adassp"}
+    assert (table[table["method"] == "ols"]["err_hat_mean"] == 0).all()
+    # Claim A.6 conversion for AdaSSP: rho = 0.05 -> epsilon = 1.712 at delta = 1e-6
+    assert table["epsilon_adassp"].iloc[0] == pytest.approx(1.712, abs=1e-3)
+    claims = check_claims("brown2024", {"brown_fig1": table})["claims"]
+    assert len(claims) == 2
+
+
+def test_cost_of_privacy_predictions():
+    _, table = _run("brown_cost_of_privacy", [dict(n=2000, p=5, rho=0.1)], 30)
+    row = table.iloc[0]
+    # privacy error RMS is predicted by Lemma 2.3 (isotropic); means within ~25%
+    assert row["privacy_error_mean"] == pytest.approx(row["privacy_rms_theory"], rel=0.25)
+    assert row["sampling_error_mean"] == pytest.approx(row["sampling_rms_theory"], rel=0.25)
+
+
+def test_heatmap_and_sweeps():
+    _, heat = _run("brown_clip_heatmap", [dict(p=5, gamma=[1.0, 30.0])], 1)
+    lo, hi = heat.sort_values("gamma")["clip_fraction"]
+    assert lo > hi
+    runs, bv = _run(
+        "brown_bias_variance", [dict(n=800, p=5, clip_scales=[0.5, 5], data_seed=1)], 40
+    )
+    assert (bv["figure"] == "bias_variance").all()
+    small, large = bv.sort_values("gamma").iloc[0], bv.sort_values("gamma").iloc[-1]
+    assert small["bias2_hat"] > large["bias2_hat"] and small["variance"] < large["variance"]
+    # bias^2 + variance (ddof 1) reproduces the MSE up to the (R-1)/R factor
+    R = small["trials"]
+    assert small["mse_hat"] == pytest.approx(small["bias2_hat"] + small["variance"] * (R - 1) / R)
+    _, fig7 = _run(
+        "brown_error_vs_clipping",
+        [dict(n=800, p=5, T=T, clip_scales=[0.5, 5], data_seed=1) for T in (10, 30)],
+        20,
+    )
+    claims = check_claims("brown2024", {"brown_fig4": bv, "brown_fig7": fig7})["claims"]
+    assert set(claims["study"]) == {"brown_fig4", "brown_fig7"}
+
+
+def test_ci_kind():
+    cells = [dict(n=1500, p=4, total_steps=N, data_seed=2, step=0.25) for N in (150, 400)]
+    runs, table = _run("brown_ci", cells, 20)
+    methods = table.groupby("total_steps")["method"].apply(set)
+    assert methods[150] == {"checkpoints", "batched_means"}  # N/m = 15 <= burn-in 20
+    assert methods[400] == {"checkpoints", "batched_means", "independent_runs"}
+    assert table["coverage"].between(0, 1).all() and (table["ols_length"] > 0).all()
+    assert np.allclose(table["noise_std"][table["total_steps"] == 400], table["noise_std"].max())
+    claims = check_claims("brown2024", {"brown_fig5_6": table})["claims"]
+    assert (claims["study"] == "brown_fig5_6").all() and len(claims) >= 5
+
+
+def test_claims_flag_failures():
+    fake = pd.DataFrame(
+        {
+            "total_steps": [100],
+            "method": ["checkpoints"],
+            "coverage": [0.7],
+            "coverage_se": [0.01],
+            "coverage_se_nominal": [0.007],
+            "huber_coverage": [0.7],
+            "nominal": [0.95],
+            "clip_fraction": [0.0],
+            "runs": [100],
+            "length": [1.0],
+        }
+    )
+    claims = check_claims("brown2024", {"brown_x": fake})["claims"]
+    assert claims["passed"].tolist() == ["NO"]
+
+
+@pytest.mark.parametrize(
+    "kind,cell,match",
+    [
+        ("brown_error_vs_dim", dict(p=1), "p must"),
+        ("brown_error_vs_dim", dict(p=5, design="sparse"), "design"),
+        ("brown_cost_of_privacy", dict(n=5, p=10), "n must"),
+        ("brown_cost_of_privacy", dict(n=500, p=10, rho=-1.0), "rho"),
+        ("brown_clip_heatmap", dict(p=5, gamma=[1.0, math.inf]), "gamma"),
+        ("brown_bias_variance", dict(n=500, p=5, clip_scales=[0.0]), "clip_scales"),
+        ("brown_ci", dict(n=500, p=5, total_steps=25), "total_steps"),
+        ("brown_ci", dict(n=500, p=5, total_steps=200, methods=["bootstrap"]), "methods"),
+        ("brown_ci", dict(n=500, p=5, total_steps=200, alpha=2.0), "alpha"),
+    ],
+)
+def test_bad_cells(kind, cell, match):
+    with pytest.raises(ValueError, match=match):
+        get_kind(kind).check_cell(cell)
+
+
+def test_unknown_key():
+    with pytest.raises(ValueError, match="unknown key"):
+        get_kind("brown_ci").check_keys("s", {"n", "p", "total_steps", "gamma"})
