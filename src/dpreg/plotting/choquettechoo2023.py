@@ -1,0 +1,236 @@
+"""Figures of Choquette-Choo et al. (2023), drawn from aggregated tables only.
+
+* :func:`plot_fig1` -- mean estimation: ratio vs learning rate, optimal coefficients,
+  their spectrum.
+* :func:`plot_fig2` -- linear-regression simulations (mean ± SE) with LTI theory lines
+  against d, d_eff and eta, fitted slopes in the legend.
+* :func:`plot_fig3` -- the SOCP bound against the condition number.
+* :func:`plot_theory_table` -- Tables 1, 2 and 4 as charts.
+* :func:`plot_quoted` -- the paper's deep-learning numbers, marked as quoted.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+__all__ = ["plot_fig1", "plot_fig2", "plot_fig3", "plot_quoted", "plot_theory_table"]
+
+LABELS = {
+    "sgd": "Noisy-SGD",
+    "nu_ftrl": "ν-Noisy-FTRL",
+    "optimized": "Optimized",
+    "optimal_cc": "Optimal CC (ν=0)",
+    "anti_pgd": "Anti-PGD",
+    "damped_anti_pgd": "Anti-PGD + damping",
+}
+PANEL_X = {
+    "d": "dimension d",
+    "d_eff": r"effective dimension $d_{eff}$",
+    "eta": r"learning rate $\eta$",
+}
+
+
+def _colors(n: int) -> list[Any]:
+    return sns.color_palette("colorblind", n)
+
+
+def plot_fig1(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
+    """Fig. 1: ratio F(beta*)/F(sgd) vs eta (log-x), beta*_t, and |B*(omega)|^2."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
+    r = table[table["panel"] == "ratio"].sort_values("eta")
+    axes[0].plot(r["eta"], r["value"], color="black", marker="o", ms=3)
+    axes[0].set_xscale("log")
+    axes[0].set_xlabel(r"learning rate $\eta$")
+    axes[0].set_ylabel(r"$F_\infty(\beta^\star) / F_\infty(\beta^{sgd})$")
+    axes[0].axhline(1.0, color="grey", linestyle=":")
+    c = table[table["panel"] == "coefficients"].sort_values("t")
+    if len(c):
+        eta = float(c["eta"].iloc[0])
+        axes[1].stem(c["t"], c["value"], basefmt=" ")
+        axes[1].set_xlabel("t")
+        axes[1].set_ylabel(rf"$\beta^\star_t$ ($\eta$={eta:g})")
+    s = table[table["panel"] == "spectrum"].sort_values("omega")
+    if len(s):
+        axes[2].plot(s["omega"], s["value"], color=_colors(1)[0])
+        axes[2].set_xlabel(r"$\omega$")
+        axes[2].set_ylabel(r"$|B^\star(\omega)|^2 = |1-\eta-e^{i\omega}|$")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_fig2(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
+    """Fig. 2: simulated F_inf (mean ± SE) and LTI theory vs the panel's axis, log-log."""
+    sns.set_theme(style="whitegrid", context="paper")
+    panels = [p for p in ("d", "d_eff", "eta") if p in set(table["panel"])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    colors = dict(zip(("sgd", "nu_ftrl"), _colors(2), strict=True))
+    for ax, panel in zip(axes[0], panels, strict=True):
+        sub = table[table["panel"] == panel]
+        for mech, g in sub.groupby("mechanism", sort=False):
+            g = g.sort_values("x")
+            col = colors.get(mech, "black")
+            slope_sim, slope_lti = float(g["slope_sim"].iloc[0]), float(g["slope_lti"].iloc[0])
+            paper = float(g["slope_paper"].iloc[0])
+            paper_txt = "" if math.isnan(paper) else f", paper {paper:.2f}"
+            ax.errorbar(
+                g["x"],
+                g["mean"],
+                yerr=g["se"],
+                fmt="o",
+                color=col,
+                ms=4,
+                capsize=2,
+                label=f"{LABELS.get(mech, mech)} sim (slope {slope_sim:.2f}{paper_txt})",
+            )
+            ax.plot(
+                g["x"],
+                g["theory_lti"],
+                color=col,
+                linestyle="--",
+                label=f"{LABELS.get(mech, mech)} LTI theory (slope {slope_lti:.2f})",
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(PANEL_X[panel])
+        ax.set_ylabel(r"asymptotic suboptimality $F_\infty$")
+        ax.legend(fontsize=6.5)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_fig3(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
+    """Fig. 3: bound of Theorem 3.1 vs kappa (log-log) and its ratio to SGD."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    mechs = list(dict.fromkeys(table["mechanism"]))
+    for col, mech in zip(_colors(len(mechs)), mechs, strict=True):
+        g = table[table["mechanism"] == mech].sort_values("kappa")
+        axes[0].plot(
+            g["kappa"], g["bound"], marker="o", ms=3, color=col, label=LABELS.get(mech, mech)
+        )
+        axes[1].plot(
+            g["kappa"], g["ratio_to_sgd"], marker="o", ms=3, color=col, label=LABELS.get(mech, mech)
+        )
+        cc = g.dropna(subset=["bound_cross_check"]) if "bound_cross_check" in g else g.iloc[:0]
+        if len(cc):
+            axes[0].plot(
+                cc["kappa"],
+                cc["bound_cross_check"],
+                linestyle="none",
+                marker="x",
+                color=col,
+                ms=7,
+                label=f"{LABELS.get(mech, mech)} (SCS check)",
+            )
+    exact = table.dropna(subset=["exact"])
+    if len(exact):
+        axes[0].plot(
+            exact["kappa"],
+            exact["exact"],
+            linestyle="none",
+            marker="*",
+            ms=9,
+            color="black",
+            label="exact quadratic (κ=1)",
+        )
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel(r"condition number $\kappa = L/\mu$")
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel(r"bound on $F_\infty$ (Thm 3.1)")
+    axes[1].set_ylabel("ratio to Noisy-SGD")
+    axes[0].legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_theory_table(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
+    """Tables 1-4 as charts (log scale); infinite or missing entries are annotated."""
+    sns.set_theme(style="whitegrid", context="paper")
+    which = str(table["table"].iloc[0])
+    if which == "table4":
+        fig, ax = plt.subplots(figsize=(5.8, 4.0))
+        fams = list(dict.fromkeys(table["family"]))
+        for col, fam in zip(_colors(len(fams)), fams, strict=True):
+            g = table[table["family"] == fam].sort_values("d")
+            ax.plot(g["d"], g["ratio"], marker="o", color=col, label=f"{fam} (exact)")
+            scale = float(g["ratio"].iloc[0] / g["ratio_rate"].iloc[0])
+            ax.plot(g["d"], g["ratio_rate"] * scale, linestyle=":", color=col)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("d")
+        ax.set_ylabel("ν-FTRL / SGD (dotted: Table 4 rate, matched at first d)")
+        ax.legend(fontsize=7)
+    else:
+        fig, ax = plt.subplots(figsize=(5.8, 3.6))
+        name_col, value_col = {
+            "table1": ("algorithm", "value"),
+            "table2": ("mechanism", "F_inf"),
+            "table3": ("variant", "total_error"),
+        }[which]
+        names = list(table[name_col])
+        values = np.asarray(table[value_col], dtype=float)
+        finite = np.where(np.isfinite(values), values, np.nan)
+        ax.bar(range(len(names)), finite, color=_colors(len(names)))
+        for i, v in enumerate(values):
+            if not np.isfinite(v):
+                mark = "n/a" if which == "table3" else "∞"
+                ax.text(i, np.nanmin(finite), mark, ha="center", va="bottom", fontsize=10)
+        ax.set_xticks(range(len(names)), [LABELS.get(n, n) for n in names], rotation=20, fontsize=7)
+        if which != "table3":  # values span decades; bars start well below the smallest
+            ax.set_yscale("log")
+            ax.set_ylim(bottom=float(np.nanmin(finite)) / 5.0)
+        ax.set_ylabel(
+            r"prefix-sum error $\gamma_T^2\|AB\|_F^2$ (Eq. 3)"
+            if which == "table3"
+            else r"$F_\infty$ (exact LTI)"
+        )
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_quoted(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
+    """Draw the paper's deep-learning numbers as bars, labelled QUOTED (not reproduced)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    acc = table[table["metric"].str.contains("accuracy")].reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    labels = [
+        f"{t.split(' (')[0]} ε={e:g}: {m}"
+        for t, e, m in zip(acc["task"], acc["epsilon"], acc["mechanism"], strict=True)
+    ]
+    ax.barh(range(len(acc)), acc["value"], color=_colors(len(acc)))
+    ax.set_yticks(range(len(acc)), labels, fontsize=7)
+    ax.set_xlabel("accuracy (%) as reported by the paper")
+    ax.text(
+        0.98,
+        0.02,
+        "QUOTED from the paper — not reproduced",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=9,
+        color="darkred",
+    )
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,139 @@
+"""Study kinds, summaries, figures and claims of Choquette-Choo et al. (2023)."""
+
+from __future__ import annotations
+
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpreg.experiments.claims import check_claims
+from dpreg.experiments.kinds import get_kind
+
+SIM_CELL = {
+    "panel": "d",
+    "mechanism": ["sgd", "nu_ftrl"],
+    "d": [4, 8],
+    "alpha": 1.0,
+    "eta": 0.05,
+    "T": 2000,
+    "record_every": 50,
+}
+
+
+def _study(kind: str, cell: dict, trials: int = 1) -> pd.DataFrame:
+    k = get_kind(kind)
+    if k.check_cell is not None:
+        k.check_cell(cell)
+    runs = k.run(cell, trials=trials, first_trial=0, seed=7, data=None)
+    assert {"trial", "seed"} <= set(runs.columns)
+    assert len(runs) % trials == 0
+    table = k.summarise(runs, [])
+    fig = k.figure(table, title="t")
+    plt.close(fig)
+    return table
+
+
+def test_linreg_sim_kind_summary_and_slopes():
+    table = _study("ftrl_linreg_sim", SIM_CELL, trials=3)
+    assert len(table) == 4
+    assert set(table["runs"]) == {3}
+    sgd = table[table.mechanism == "sgd"]
+    assert float(sgd["slope_paper"].iloc[0]) == 1.00
+    assert np.isnan(table[table.mechanism == "nu_ftrl"]["slope_paper"]).all()
+    ftrl = table[table.mechanism == "nu_ftrl"]
+    assert np.all(ftrl["ratio_to_sgd_sim"] < 1)
+    np.testing.assert_allclose(
+        ftrl["ratio_to_sgd_lti"], ftrl["theory_lti"].to_numpy() / sgd["theory_lti"].to_numpy()
+    )
+    assert np.all(table["sim_over_lti"] > 0.7) and np.all(table["sim_over_lti"] < 1.5)
+
+
+def test_linreg_sim_is_deterministic_per_seed():
+    k = get_kind("ftrl_linreg_sim")
+    cell = {**SIM_CELL, "mechanism": "nu_ftrl", "d": 4, "T": 500}
+    a = k.run(cell, trials=2, first_trial=0, seed=3, data=None)
+    b = k.run(cell, trials=2, first_trial=0, seed=3, data=None)
+    pd.testing.assert_frame_equal(a, b)
+    c = k.run(cell, trials=2, first_trial=0, seed=4, data=None)
+    assert not np.allclose(a["suboptimality"], c["suboptimality"])
+
+
+def test_sim_cell_validation():
+    k = get_kind("ftrl_linreg_sim")
+    with pytest.raises(ValueError, match="panel"):
+        k.check_cell({**SIM_CELL, "panel": "n"})
+    with pytest.raises(ValueError, match="mechanism"):
+        k.check_cell({**SIM_CELL, "mechanism": ["sgd", "tree"]})
+    with pytest.raises(ValueError, match="unstable"):
+        k.check_cell({**SIM_CELL, "eta": 0.5})
+    with pytest.raises(ValueError, match="nu"):
+        k.check_cell({**SIM_CELL, "nu": 1.5})
+    with pytest.raises(ValueError, match="unknown key"):
+        k.check_keys("s", {"panel", "mechanism", "epsilon"})
+
+
+def test_mean_ratio_and_tables_and_quoted():
+    fig1 = _study("ftrl_mean_ratio", {"etas": [0.01, 0.1, 1.0], "eta_panels": 0.2, "T": 10})
+    assert set(fig1["panel"]) == {"ratio", "coefficients", "spectrum"}
+    t1 = _study("ftrl_theory_table", {"table": "table1", "d": 16, "eta": 0.02})
+    t2 = _study(
+        "ftrl_theory_table", {"table": "table2", "d": 16, "eta": 0.02, "horizons": [10, 100]}
+    )
+    t4 = _study(
+        "ftrl_theory_table",
+        {"table": "table4", "ds": [8, 32], "eta": 0.02, "families": ["inv", "flat"]},
+    )
+    q = _study("ftrl_quoted", {})
+    assert (q["status"] == "quoted from the paper, not reproduced").all()
+    assert 69.26 in set(q["value"])
+    with pytest.raises(ValueError, match="table must be"):
+        get_kind("ftrl_theory_table").check_cell({"table": "table5"})
+    with pytest.raises(ValueError, match="families"):
+        get_kind("ftrl_theory_table").check_cell({"table": "table4", "families": ["cubic"]})
+    sim = _study("ftrl_linreg_sim", SIM_CELL, trials=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        socp = _study(
+            "ftrl_socp_bound",
+            {
+                "kappas": [1.0, 10.0],
+                "eta": 0.5,
+                "n_uniform": 60,
+                "n_log": 30,
+                "optimize_iterations": 1,
+            },
+        )
+    out = check_claims(
+        "choquettechoo2023",
+        {"f1": fig1, "t1": t1, "t2": t2, "t4": t4, "q": q, "sim": sim, "socp": socp},
+    )
+    claims = out["claims"]
+    assert set(claims["passed"]) <= {"yes", "NO", "n/a"}
+    # the caption's "orders of magnitude better as eta -> 1" is refuted by R(1) = 1
+    caption = claims[claims["claim"].str.startswith("caption")]
+    assert list(caption["passed"]) == ["NO"]
+    kappa_one = claims[claims["claim"].str.contains("exact quadratic")]
+    assert list(kappa_one["passed"]) == ["yes"]
+    assert "fig2_slopes" in out and {"slope_sim", "slope_paper"} <= set(out["fig2_slopes"])
+
+
+def test_socp_cell_validation():
+    k = get_kind("ftrl_socp_bound")
+    with pytest.raises(ValueError, match="kappa"):
+        k.check_cell({"kappas": [0.5, 2.0]})
+    with pytest.raises(ValueError, match="multiplier"):
+        k.check_cell({"multiplier": "odd"})
+    with pytest.raises(ValueError, match="eta"):
+        k.check_cell({"eta": 2.0})
+
+
+def test_table3_kind_and_claims():
+    t3 = _study("ftrl_theory_table", {"table": "table3", "T": 10, "nu": 0.05})
+    out = check_claims("choquettechoo2023", {"t3": t3})["claims"]
+    me = out[out["claim"].str.startswith("ME")]
+    assert list(me["passed"]) == ["yes"]
+    with pytest.raises(ValueError, match="T <= 128"):
+        get_kind("ftrl_theory_table").check_cell({"table": "table3", "T": 500})
