@@ -3,7 +3,16 @@
 Importing this package registers every estimator in :data:`ESTIMATORS`.
 """
 
-from dpreg.estimators import adassp, dpgd, ihm, iv, ols, sketch  # noqa: F401  (registers)
+from dpreg.estimators import (  # noqa: F401  (registers)
+    adassp,
+    ambssgd,
+    dpgd,
+    ftrl,
+    ihm,
+    iv,
+    ols,
+    sketch,
+)
 from dpreg.estimators.registry import ESTIMATORS, get_estimator, register
 
 __all__ = ["ESTIMATORS", "get_estimator", "register"]

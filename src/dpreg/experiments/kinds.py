@@ -100,10 +100,13 @@ def get_kind(name: str) -> StudyKind:
 
 def _ensure_builtin() -> None:
     # Importing a paper's experiment module registers its kinds.
+    import dpreg.experiments.brown2024  # noqa: F401
+    import dpreg.experiments.choquettechoo2023  # noqa: F401
     import dpreg.experiments.lev2026_clipping  # noqa: F401
     import dpreg.experiments.lev2026_table2  # noqa: F401
     import dpreg.experiments.liang2025  # noqa: F401
     import dpreg.experiments.regression  # noqa: F401
+    import dpreg.experiments.varshney2022  # noqa: F401
 
 
 def dataset_of(cell: Mapping[str, Any]) -> str | None:
