@@ -82,7 +82,10 @@ def test_every_expected_artifact_is_present_and_well_formed(smoke_run, smoke_con
         table = pd.read_csv(results / "tables" / paper / f"{study}.csv")
         cells = math.prod(len(axis) for axis in spec.get("grid", {}).values())
         trials = pd.read_parquet(results / "tables" / paper / f"{study}.trials.parquet")
-        assert len(trials) % (cells * spec["trials"]) == 0
+        # Each chunk returns a positive multiple of its trials (run_cell's contract); kinds
+        # may return several rows per trial (one per estimator, method, ...), not the same
+        # number in every cell (e.g. a CI construction skipped for short runs).
+        assert len(trials) % spec["trials"] == 0 and len(trials) >= cells * spec["trials"]
         assert trials["trial"].nunique() == spec["trials"]
         assert trials["seed"].notna().all()
         table = pd.read_csv(results / "tables" / paper / f"{study}.csv")
@@ -106,7 +109,9 @@ def test_every_expected_artifact_is_present_and_well_formed(smoke_run, smoke_con
         assert (results / "figures" / paper / f"{study}.pdf").read_bytes().startswith(b"%PDF")
     papers = {spec["paper"] for spec in smoke_config["studies"].values()}
     for paper in sorted(papers & set(papers_with_claims())):
-        claims = pd.read_csv(results / "tables" / paper / "claims" / "claims.csv")
+        claims = pd.read_csv(
+            results / "tables" / paper / "claims" / "claims.csv", keep_default_na=False
+        )
         assert len(claims) > 0
         assert set(claims["passed"]) <= {"yes", "NO", "n/a"}
     manifest = (results / "MANIFEST.sha256").read_text().splitlines()
