@@ -180,13 +180,11 @@ def _floats(cell: Mapping[str, Any], key: str, default: Sequence[float]) -> list
 
 
 def _repeat(frame: pd.DataFrame, trials: int, first_trial: int, seed: int) -> pd.DataFrame:
-    parts = []
-    for j in range(trials):
-        part = frame.copy()
-        part.insert(0, "trial", first_trial + j)
-        part.insert(1, "seed", np.uint64(seed))
-        parts.append(part)
-    return pd.concat(parts, ignore_index=True)
+    """Stack a deterministic table once per trial (trial-major), tagged with trial and seed."""
+    out = frame.iloc[np.tile(np.arange(len(frame)), trials)].reset_index(drop=True)
+    out.insert(0, "trial", np.repeat(np.arange(first_trial, first_trial + trials), len(frame)))
+    out.insert(1, "seed", np.full(len(out), seed, dtype=np.uint64))
+    return out
 
 
 def _first_trial_only(runs: pd.DataFrame) -> pd.DataFrame:
