@@ -8,6 +8,13 @@ estimator is registered and every loader exists.
 A study's cells are the cartesian product of its ``grid`` axes (in config order); each
 cell is one folder ``axis~label/axis~label/...`` holding one parquet file per chunk of
 trials.
+
+Seeds belong to *seed blocks* of trials, not to chunks: block ``b`` of a cell holds the
+global trials ``[b B, (b + 1) B)`` (``B`` = the study's ``seed_block``) and draws from the
+seed of ``(study, cell, block)`` (:func:`dpreg.seeds.block_seed`). A chunk is a union of
+whole blocks (``chunk_size`` must be a multiple of ``seed_block`` unless one chunk holds
+every trial), so changing ``chunk_size`` never changes a result, and raising ``trials``
+keeps the draws of the trials already run (except those of a partial last block).
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from typing import Any
 LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.+-]+$")
 GLOBAL_CELL_KEYS = frozenset({"conversion"})
 """Keys the workflow adds to every cell from the top level of the config."""
+DEFAULT_SEED_BLOCK = 100
+"""Trials per seed block when a study sets no ``seed_block``."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,35 @@ class Cell:
     chunk: int
     first_trial: int
     trials: int
+    seed_block: int = DEFAULT_SEED_BLOCK
+
+    def blocks(self) -> list[tuple[int, int, int]]:
+        """Return the chunk's seed blocks as ``(block, first_trial, trials)``.
+
+        Blocks are aligned on global trial indices (block ``b`` starts at trial
+        ``b * seed_block``), so they do not depend on the chunk size.
+        """
+        out = []
+        first, end = self.first_trial, self.first_trial + self.trials
+        while first < end:
+            block = first // self.seed_block
+            stop = min((block + 1) * self.seed_block, end)
+            out.append((block, first, stop - first))
+            first = stop
+        return out
+
+    def seeded_blocks(self, master_seed: int) -> list[dict[str, int]]:
+        """Return ``{"first_trial", "trials", "seed"}`` per seed block of this chunk."""
+        from dpreg.seeds import block_seed
+
+        return [
+            {
+                "first_trial": first,
+                "trials": trials,
+                "seed": block_seed(master_seed, self.study, self.path, block),
+            }
+            for block, first, trials in self.blocks()
+        ]
 
     def params(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Return the cell's full parameters: study params, grid values, global keys."""
@@ -89,15 +127,34 @@ def grid_points(
         yield path, values
 
 
+def study_seed_block(spec: Mapping[str, Any]) -> int:
+    """Return the study's ``seed_block`` (default :data:`DEFAULT_SEED_BLOCK`)."""
+    return int(spec.get("seed_block", DEFAULT_SEED_BLOCK))
+
+
+def check_chunking(study: str, spec: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` unless every chunk of ``study`` is a union of whole seed blocks."""
+    trials, size, block = int(spec["trials"]), int(spec["chunk_size"]), study_seed_block(spec)
+    if block < 1:
+        raise ValueError(f"config studies.{study}.seed_block: must be >= 1; got {block}")
+    if size < trials and size % block:
+        raise ValueError(
+            f"config studies.{study}: chunk_size {size} is not a multiple of seed_block {block};"
+            " a chunk must hold whole seed blocks so that results do not depend on chunking"
+            " (use a multiple, or one chunk of all trials)"
+        )
+
+
 def study_cells(config: Mapping[str, Any], study: str) -> Iterator[Cell]:
     """Yield every cell x chunk of ``study``."""
     spec = config["studies"][study]
     trials, size = int(spec["trials"]), int(spec["chunk_size"])
+    block = study_seed_block(spec)
     n_chunks = math.ceil(trials / size)
     for path, values in grid_points(spec, disabled_datasets(config)):
         for chunk in range(n_chunks):
             first = chunk * size
-            yield Cell(study, path, values, chunk, first, min(size, trials - first))
+            yield Cell(study, path, values, chunk, first, min(size, trials - first), block)
 
 
 def find_cell(config: Mapping[str, Any], study: str, path: str, chunk: int) -> Cell:
@@ -145,6 +202,7 @@ def check_config_references(config: Mapping[str, Any]) -> None:
             raise ValueError(f"config references.datasets: {name!r} is not declared under datasets")
     for study, spec in config.get("studies", {}).items():
         kind = get_kind(spec["kind"])
+        check_chunking(study, spec)
         grid, params = spec.get("grid") or {}, spec.get("params") or {}
         both = set(grid) & set(params)
         if both:

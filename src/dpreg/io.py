@@ -34,6 +34,30 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) ->
     return dest
 
 
+STALE_TEMPORARY_PATTERNS = (".*.tmp", ".*.part")
+"""Names of the temporaries of :func:`atomic_write` and of verified downloads."""
+
+
+def remove_stale_temporaries(*roots: str | os.PathLike[str]) -> list[Path]:
+    """Delete temporaries a killed job left under ``roots``; return what was removed.
+
+    A job killed by SIGKILL (or a node failure) cannot run :func:`atomic_write`'s clean-up,
+    so its ``.<name>.<random>.tmp`` stays beside the artifact. The workflow calls this once
+    at start-up (``onstart``, main process only: Snakemake passes ``--no-hooks`` to the jobs
+    it spawns), when no job of this working directory can be running (Snakemake's lock).
+    """
+    removed = []
+    for root in map(Path, roots):
+        if not root.is_dir():
+            continue
+        for pattern in STALE_TEMPORARY_PATTERNS:
+            for path in sorted(root.rglob(pattern)):
+                if path.is_file():
+                    path.unlink()
+                    removed.append(path)
+    return removed
+
+
 def write_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
     """Write a DataFrame to parquet atomically (no index)."""
     return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))

@@ -42,3 +42,26 @@ def job_seed(master_seed: int, wildcards: Mapping[str, object]) -> int:
     key = zlib.crc32(wildcard_key(wildcards).encode("utf-8"))
     state = np.random.SeedSequence([int(master_seed), key]).generate_state(1, dtype=np.uint64)
     return int(state[0])
+
+
+def block_seed(master_seed: int, study: str, cell: str, block: int) -> int:
+    """Return the seed of one seed block of trials of one study cell.
+
+    Parameters
+    ----------
+    master_seed : int
+        The config's single ``seed``.
+    study, cell : str
+        The study name and the cell's path (``axis~label/...``).
+    block : int
+        Index of the block of trials (``first_trial // seed_block``); independent of the
+        chunk size, so re-chunking a study never changes its draws.
+
+    Returns
+    -------
+    int
+        :func:`job_seed` of ``{"study": study, "cell": cell, "block": block}``.
+    """
+    if isinstance(block, bool) or not isinstance(block, int | np.integer) or block < 0:
+        raise ValueError(f"block must be an int >= 0; got {block!r}")
+    return job_seed(master_seed, {"study": study, "cell": cell, "block": f"{int(block):06d}"})

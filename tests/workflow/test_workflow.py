@@ -129,9 +129,28 @@ def test_report_builds(smoke_run):
     assert "<html" in html.lower()
 
 
-def test_rerun_from_scratch_is_byte_identical_with_other_cores(smoke_run, tmp_path, repo_root):
+def _rechunked(config: dict) -> dict:
+    """The same studies with every chunking changed (results must not change, issue 8)."""
+    from dpreg.config import study_seed_block
+
+    for spec in config["studies"].values():
+        trials, block = spec["trials"], study_seed_block(spec)
+        if spec["chunk_size"] < trials:
+            spec["chunk_size"] = trials  # merge the chunks into one job
+        elif trials > block:
+            spec["chunk_size"] = block  # split one job into a chunk per seed block
+    return config
+
+
+def test_rerun_with_other_cores_and_chunks_is_byte_identical(smoke_run, tmp_path, repo_root):
     other = _copy_repo(repo_root, tmp_path / "again")
+    config = _rechunked(yaml.safe_load((other / "config" / "smoke.yaml").read_text()))
+    (other / "config" / "smoke.yaml").write_text(yaml.safe_dump(config))
     _snakemake(other, "--cores", "1")
+    chunks = [
+        len(list((w / "results" / "runs").rglob("chunk~*.parquet"))) for w in (smoke_run, other)
+    ]
+    assert chunks[0] != chunks[1], "the rerun was meant to chunk the studies differently"
     first, second = _deterministic_artifacts(smoke_run), _deterministic_artifacts(other)
     assert first.keys() == second.keys()
     differing = [name for name in first if first[name] != second[name]]
@@ -173,3 +192,92 @@ def test_bad_config_values_stop_with_a_clear_message(tmp_path, repo_root, mutate
     proc = _snakemake(workdir, "--cores", "1", "--dry-run", check=False)
     assert proc.returncode != 0
     assert needle in proc.stdout + proc.stderr
+
+
+# --- resumption (issue 8) -------------------------------------------------------------------
+
+KILLED_STUDY = "adassp_uci"
+
+
+def _one_study_workdir(repo_root: Path, dest: Path, study: str) -> Path:
+    """A copy whose smoke config holds one study (and only the datasets it reads)."""
+    workdir = _copy_repo(repo_root, dest)
+    config = yaml.safe_load((workdir / "config" / "smoke.yaml").read_text())
+    spec = config["studies"][study]
+    names = set(spec.get("grid", {}).get("dataset", [])) | (
+        {spec["params"]["dataset"]} if "dataset" in spec.get("params", {}) else set()
+    )
+    config["studies"] = {study: spec}
+    config["datasets"] = {k: v for k, v in config["datasets"].items() if k in names}
+    config["references"] = {"datasets": sorted(names)}
+    (workdir / "config" / "smoke.yaml").write_text(yaml.safe_dump(config))
+    return workdir
+
+
+def _study_artifacts(workdir: Path, paper: str, study: str, datasets) -> dict[str, bytes]:
+    """The study's own deterministic outputs and the references of its datasets."""
+    references = {f"results/references/{name}.json" for name in datasets}
+    return {
+        name: data
+        for name, data in _deterministic_artifacts(workdir).items()
+        if f"/{paper}/{study}." in name or name in references
+    }
+
+
+def _stale_files(workdir: Path) -> list[str]:
+    found = []
+    for root in ("results", "resources"):
+        for pattern in (".*.tmp", ".*.part"):
+            found += [str(p) for p in (workdir / root).rglob(pattern)]
+    incomplete = workdir / ".snakemake" / "incomplete"
+    if incomplete.is_dir():
+        found += [str(p) for p in incomplete.rglob("*") if p.is_file()]
+    return found
+
+
+def test_killed_run_resumes_to_identical_artifacts(smoke_run, smoke_config, tmp_path, repo_root):
+    import os
+    import signal
+    import time
+
+    workdir = _one_study_workdir(repo_root, tmp_path / "killed", KILLED_STUDY)
+    proc = subprocess.Popen(
+        [SNAKEMAKE, "--configfile", "config/smoke.yaml", "--cores", "1"],
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: SIGTERM reaches snakemake and its jobs
+    )
+    try:
+        deadline = time.monotonic() + 300
+        # with --cores 1 a second chunk file means the first job has finished
+        while len(list((workdir / "results" / "runs").rglob("chunk~*.parquet"))) < 2:
+            assert proc.poll() is None, "snakemake ended before two chunks were written"
+            assert time.monotonic() < deadline, "two chunks not written within 300 s"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert not (workdir / "results" / "MANIFEST.sha256").exists(), "the run was not cut midway"
+    survivors = list((workdir / "results" / "runs").rglob("chunk~*.parquet"))
+    assert survivors, "the finished chunk should survive the kill (and not be recomputed)"
+    # What a SIGKILLed job leaves behind (no clean-up can run): a half-written temporary.
+    stale = survivors[0].parent / ".chunk~999.parquet.abcd1234.tmp"
+    stale.write_bytes(b"half-written")
+    _snakemake(workdir, "--cores", "2")
+    assert _stale_files(workdir) == []
+    paper = smoke_config["studies"][KILLED_STUDY]["paper"]
+    datasets = yaml.safe_load((workdir / "config" / "smoke.yaml").read_text())["datasets"]
+    expected = _study_artifacts(smoke_run, paper, KILLED_STUDY, datasets)
+    resumed = _study_artifacts(workdir, paper, KILLED_STUDY, datasets)
+    assert len(expected) >= 3 + len(datasets) and expected.keys() == resumed.keys()
+    assert [k for k in expected if expected[k] != resumed[k]] == []
+    trials = f"results/tables/{paper}/{KILLED_STUDY}.trials.parquet"
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(smoke_run / trials).drop(columns="wall_time_s", errors="ignore"),
+        pd.read_parquet(workdir / trials).drop(columns="wall_time_s", errors="ignore"),
+        check_exact=True,
+    )

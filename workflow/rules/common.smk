@@ -95,13 +95,8 @@ def chunk_params(wildcards):
     return {
         "kind": config["studies"][wildcards.study]["kind"],
         "cell": cell.params(config),
-        "trials": cell.trials,
-        "first_trial": cell.first_trial,
+        "blocks": cell.seeded_blocks(config["seed"]),
     }
-
-
-def chunk_seed(wildcards):
-    return job_seed(config["seed"], dict(wildcards.items()))
 
 
 def study_params(wildcards):

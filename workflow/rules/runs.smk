@@ -18,6 +18,5 @@ rule run_chunk:
         runtime=30,
     params:
         run=chunk_params,
-        seed=chunk_seed,
     script:
         "../scripts/run_chunk.py"

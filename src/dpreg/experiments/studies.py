@@ -34,6 +34,49 @@ def run_cell(
     return runs
 
 
+def run_chunk(
+    kind: str,
+    cell: Mapping[str, Any],
+    *,
+    blocks: Sequence[Mapping[str, int]],
+    frame: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Run one chunk as consecutive seed blocks (see :mod:`dpreg.config`).
+
+    Parameters
+    ----------
+    kind : str
+        The study kind.
+    cell : mapping
+        The cell's parameters.
+    blocks : sequence of mappings
+        ``{"first_trial", "trials", "seed"}`` per seed block, in trial order; each block
+        is one call of the kind's ``run`` with its own seed, so a trial's draws depend on
+        its block only, never on how blocks are grouped into chunks.
+    frame : DataFrame, optional
+        The prepared dataset.
+
+    Returns
+    -------
+    DataFrame
+        The blocks' rows, concatenated in order.
+    """
+    if not blocks:
+        raise ValueError("run_chunk needs at least one seed block")
+    parts = [
+        run_cell(
+            kind,
+            cell,
+            trials=int(b["trials"]),
+            first_trial=int(b["first_trial"]),
+            seed=int(b["seed"]),
+            frame=frame,
+        )
+        for b in blocks
+    ]
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+
 def summarise_study(
     kind: str, runs: pd.DataFrame, references: Sequence[Mapping[str, Any]]
 ) -> pd.DataFrame:
