@@ -137,3 +137,18 @@ def test_table3_kind_and_claims():
     assert list(me["passed"]) == ["yes"]
     with pytest.raises(ValueError, match="T <= 128"):
         get_kind("ftrl_theory_table").check_cell({"table": "table3", "T": 500})
+    assert t3.set_index("variant").loc["FFT", "built"]
+    multi = _study(
+        "ftrl_theory_table",
+        {"table": "table3", "T": 10, "participations": 2, "separation": 5, "schema": "fixed_epoch"},
+    )
+    assert set(multi["participations"]) == {2}
+    out = check_claims("choquettechoo2023", {"t3": multi})["claims"]
+    assert list(out[out["claim"].str.startswith("ME")]["passed"]) == ["yes"]
+    check = get_kind("ftrl_theory_table").check_cell
+    with pytest.raises(ValueError, match="separation"):
+        check({"table": "table3", "T": 10, "participations": 2})
+    with pytest.raises(ValueError, match="schema"):
+        check({"table": "table3", "T": 10, "participations": 2, "separation": 2, "schema": "x"})
+    with pytest.raises(ValueError, match="T <= 64"):
+        check({"table": "table3", "T": 100, "participations": 2, "separation": 2})

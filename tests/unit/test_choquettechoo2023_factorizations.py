@@ -10,6 +10,8 @@ import pytest
 from dpreg.estimators.ftrl_correlations import independent, nu_ftrl, optimal_cc
 from dpreg.estimators.ftrl_factorizations import (
     MatrixFactorization,
+    causal_equivalent,
+    fft_factorization,
     optimal_factorization,
     prefix_matrix,
     table3,
@@ -58,9 +60,92 @@ def test_optimal_factorization_beats_every_other_factorization():
 def test_table3_rows_and_validation():
     t = table3(8)
     assert list(t["variant"])[0] == "DP-SGD" and len(t) == 7
-    assert np.isnan(t.set_index("variant").loc["FFT", "total_error"])
     assert t["relative_to_optimal"].min() == pytest.approx(1.0)
     with pytest.raises(ValueError, match="identity"):
         MatrixFactorization("bad", np.eye(3), 2 * np.eye(3), anytime=True)
     with pytest.raises(ValueError, match="T"):
         tree_aggregation(0)
+
+
+# ------------------------------------------------------------------ FFT mechanism (Table 3)
+
+
+def _dirichlet_mean(T: int, N: int) -> float:
+    # |lambda_k| of the circulant with T leading ones: |sin(pi k T / N) / sin(pi k / N)|
+    k = np.arange(1, N)
+    return (T + np.sum(np.abs(np.sin(np.pi * k * T / N) / np.sin(np.pi * k / N)))) / N
+
+
+@pytest.mark.parametrize("T,N", [(1, 2), (5, 10), (16, 32), (16, 31), (13, 40)])
+def test_fft_factorization_is_valid_with_closed_form_sensitivity(T, N):
+    f = fft_factorization(T, n_fft=N)
+    m = f.as_matrix()  # validates decoder @ encoder = I
+    R_prefix = np.cumsum(m.decoder, axis=0)  # A B: the prefix-sum decoder R[:T, :]
+    np.testing.assert_allclose(R_prefix @ m.encoder, prefix_matrix(T), atol=1e-10)
+    # wrapped Toeplitz: entry (i, j) depends on (i - j) mod N only
+    lag = (np.arange(T)[:, None] - np.arange(N)[None, :]) % N
+    np.testing.assert_allclose(R_prefix, f.root_column[lag], atol=1e-14)
+    # sensitivity = max column norm of the explicit encoder = Dirichlet-kernel closed form
+    col_sq = np.sum(m.encoder**2, axis=0)
+    assert m.sensitivity_sq == pytest.approx(_dirichlet_mean(T, N), rel=1e-12)
+    assert f.sensitivity_sq == pytest.approx(m.sensitivity_sq, rel=1e-12)
+    np.testing.assert_allclose(col_sq, col_sq[0], rtol=1e-12)  # all columns alike
+    assert f.prefix_error == pytest.approx(m.prefix_error, rel=1e-12)
+    assert f.total_error == pytest.approx(m.total_error, rel=1e-12)
+
+
+def test_fft_noise_equals_decoder_times_the_same_gaussians():
+    f = fft_factorization(20)
+    fast = f.noise(np.random.default_rng(3), 4)
+    z = np.random.default_rng(3).standard_normal((f.n_fft, 4))
+    np.testing.assert_allclose(fast, f.decoder @ z, atol=1e-12)
+
+
+def test_fft_error_lies_between_optimal_and_sgd():
+    for T in (8, 16):
+        fft = fft_factorization(T).total_error
+        opt = optimal_factorization(T).total_error
+        sgd = toeplitz_factorization(independent(), T).total_error
+        assert opt < fft < sgd
+    # 2T is the best circulant size among 2T-1, 2T, 3T, 4T (half of its eigenvalues vanish)
+    errs = {N: fft_factorization(32, n_fft=N).total_error for N in (63, 64, 96, 128)}
+    assert min(errs, key=errs.get) == 64
+    # gamma^2 = (1/2T)(T + sum_{k odd} 1/sin(pi k / 2T)) grows like (1/pi) log T, as
+    # Optimal CC's gamma_T^2 (Table 2)
+    g = [fft_factorization(T).sensitivity_sq for T in (2**10, 2**12)]
+    assert g[1] - g[0] == pytest.approx(np.log(4) / np.pi, rel=1e-4)
+
+
+def test_fft_factorization_rejects_bad_input():
+    with pytest.raises(ValueError, match="n_fft"):
+        fft_factorization(8, n_fft=14)
+    with pytest.raises(ValueError, match="T must"):
+        fft_factorization(0)
+
+
+@pytest.mark.parametrize(
+    "f", [fft_factorization(12).as_matrix(), tree_aggregation(12, full_honaker=True)]
+)
+def test_causal_equivalent_has_same_noise_law_and_no_larger_sensitivity(f):
+    g = causal_equivalent(f)
+    np.testing.assert_allclose(g.decoder, np.tril(g.decoder), atol=1e-14)
+    np.testing.assert_allclose(g.decoder @ g.decoder.T, f.decoder @ f.decoder.T, atol=1e-10)
+    assert g.prefix_error == pytest.approx(f.prefix_error, rel=1e-10)
+    assert g.sensitivity_sq <= f.sensitivity_sq * (1 + 1e-10)
+    for schema in ("min_sep", "fixed_epoch"):
+        assert g.multi_participation_sensitivity_sq(
+            3, 4, schema=schema
+        ) <= f.multi_participation_sensitivity_sq(3, 4, schema=schema) * (1 + 1e-7)
+
+
+def test_table3_fft_row_and_multi_participation_table():
+    t = table3(12, nu=0.05).set_index("variant")
+    assert t["built"].all()
+    assert t.loc["FFT", "total_error"] == pytest.approx(fft_factorization(12).total_error)
+    assert t.loc["FFT", "relative_to_optimal"] > 1
+    m = table3(12, participations=3, separation=4, schema="fixed_epoch").set_index("variant")
+    assert m.loc["DP-SGD", "sensitivity_sq"] == 3.0  # k orthogonal columns
+    assert m["relative_to_optimal"].min() == pytest.approx(1.0)
+    assert m.loc["Multi-Epoch (ME)", "relative_to_optimal"] == 1.0
+    with pytest.raises(ValueError, match="separation"):
+        table3(12, participations=2)

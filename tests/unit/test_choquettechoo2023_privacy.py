@@ -109,5 +109,5 @@ def test_multi_participation_worst_case_is_evenly_spaced_from_zero():
             brute = max(brute, float(np.sum(C[:, list(pos)].sum(axis=1) ** 2)))
     assert multi_participation_sensitivity_sq(c, k, b) == pytest.approx(brute, rel=1e-13)
     assert multi_participation_sensitivity_sq(c, 1, b) == pytest.approx(np.dot(c, c))
-    with pytest.raises(ValueError):
-        multi_participation_sensitivity_sq(c, 5, 4)
+    with pytest.raises(ValueError, match="participations"):
+        multi_participation_sensitivity_sq(c, 0, 4)

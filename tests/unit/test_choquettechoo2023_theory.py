@@ -59,6 +59,23 @@ def test_carlson_pi_against_defining_integral(n, k):
     assert th.ellipe_modulus(0.0) == pytest.approx(math.pi / 2)
 
 
+@pytest.mark.parametrize("k", [0.3, 0.9, 0.999])
+def test_complete_integrals_against_quadrature_and_legendre_relation(k):
+    e_quad = integrate.quad(
+        lambda w: math.sqrt(1 - (k * math.sin(w)) ** 2), 0, math.pi / 2, epsabs=0, epsrel=1e-13
+    )[0]
+    k_quad = integrate.quad(
+        lambda w: 1 / math.sqrt(1 - (k * math.sin(w)) ** 2), 0, math.pi / 2, epsabs=0, epsrel=1e-13
+    )[0]
+    assert th.ellipe_modulus(k) == pytest.approx(e_quad, rel=1e-12)
+    assert th.ellipk_modulus(k) == pytest.approx(k_quad, rel=1e-10)
+    # Legendre: E K' + E' K - K K' = pi / 2 with k' = sqrt(1 - k^2)
+    kp = math.sqrt(1 - k * k)
+    K, E = th.ellipk_modulus(k), th.ellipe_modulus(k)
+    Kp, Ep = th.ellipk_modulus(kp), th.ellipe_modulus(kp)
+    assert E * Kp + Ep * K - K * Kp == pytest.approx(math.pi / 2, rel=1e-12)
+
+
 # ----------------------------------------------------------------- mean estimation
 
 

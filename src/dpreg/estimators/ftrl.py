@@ -55,7 +55,7 @@ from dpreg.estimators.ftrl_correlations import (
     correlation_from_name,
     independent,
 )
-from dpreg.estimators.ftrl_factorizations import MatrixFactorization
+from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
 from dpreg.estimators.registry import register
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
@@ -338,10 +338,13 @@ def simulate_streaming_regression(
 # ------------------------------------------------------------------- DP-FTRL on data
 
 
+_Factorization = MatrixFactorization | FFTFactorization
+
+
 def _resolve_correlation(
-    correlation: ToeplitzCorrelation | MatrixFactorization | str, nu: float | None, eta: float
-) -> ToeplitzCorrelation | MatrixFactorization:
-    if isinstance(correlation, ToeplitzCorrelation | MatrixFactorization):
+    correlation: ToeplitzCorrelation | _Factorization | str, nu: float | None, eta: float
+) -> ToeplitzCorrelation | _Factorization:
+    if isinstance(correlation, ToeplitzCorrelation | MatrixFactorization | FFTFactorization):
         return correlation
     if not isinstance(correlation, str) or correlation not in CORRELATIONS:
         raise ValueError(
@@ -361,7 +364,7 @@ def fit_dp_ftrl(
     trials: int = 1,
     eta: float,
     clip: float,
-    correlation: ToeplitzCorrelation | MatrixFactorization | str = "nu_ftrl",
+    correlation: ToeplitzCorrelation | _Factorization | str = "nu_ftrl",
     nu: float | None = None,
     batch_size: int = 1,
     ridge: float = 0.0,
@@ -413,10 +416,11 @@ def fit_dp_ftrl(
         ``"nu_ftrl"`` (default; needs ``nu``), ``"sgd"`` (DP-SGD), ``"optimal_cc"``,
         ``"anti_pgd"``, ``"damped_anti_pgd"`` (needs ``nu``),
         ``"optimal_mean_estimation"`` (uses ``eta``), a Toeplitz object, or any
-        :class:`~dpreg.estimators.ftrl_factorizations.MatrixFactorization` built for
-        :math:`T = \lfloor n/b\rfloor` (tree aggregation, Full Honaker, the optimal
-        factorization of Table 3; noise :math:`Bz`, sensitivity its largest encoder
-        column norm).
+        :class:`~dpreg.estimators.ftrl_factorizations.MatrixFactorization` or
+        :class:`~dpreg.estimators.ftrl_factorizations.FFTFactorization` built for
+        :math:`T = \lfloor n/b\rfloor` (tree aggregation, Full Honaker, FFT, the
+        optimal factorization of Table 3; noise :math:`Bz`, sensitivity its largest
+        encoder column norm).
     nu : float, optional
         Damping of ν-FTRL / damped anti-PGD; theory uses :math:`\nu = \eta\mu`
         (not estimable privately, so it is a required public input).
@@ -465,14 +469,14 @@ def fit_dp_ftrl(
     check_choice(conversion, "conversion", CONVERSIONS)
     check_choice(neighbours, "neighbours", NEIGHBOURS)
     T = n // batch_size
-    if isinstance(corr, MatrixFactorization):
+    if isinstance(corr, _Factorization):
         if corr.T != T:
             raise ValueError(
                 f"the factorization has horizon T={corr.T} but the pass has"
                 f" n // batch_size = {T} steps; build it for T={T}"
             )
         if sensitivity != "finite":
-            raise ValueError("a MatrixFactorization has a finite horizon: sensitivity='finite'")
+            raise ValueError("a matrix factorization has a finite horizon: sensitivity='finite'")
         gamma_sq = corr.sensitivity_sq
     else:
         gamma_sq = corr.sensitivity_sq(T) if sensitivity == "finite" else corr.gamma_inf_sq
@@ -500,7 +504,7 @@ def fit_dp_ftrl(
         theta[:] = t0
     # Noisy-FTRL (clip = inf) keeps the paper's noise scale sigma_dp * G with G = 1.
     noise_std = sigma_dp * (1.0 if math.isinf(clip) else clip) / batch_size
-    if noise_std > 0 and isinstance(corr, MatrixFactorization):
+    if noise_std > 0 and isinstance(corr, _Factorization):
         noise = corr.noise(rng, trials * d).reshape(T, trials, d)
         noise *= noise_std
     elif noise_std > 0:

@@ -41,6 +41,7 @@ from dpreg.data.datasets import Dataset
 from dpreg.estimators.ftrl import simulate_streaming_regression
 from dpreg.estimators.ftrl_correlations import independent, nu_ftrl
 from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS
 from dpreg.theory import ftrl as theory
 from dpreg.theory import ftrl_socp
 
@@ -249,7 +250,23 @@ register_kind(
 
 TABLES = ("table1", "table2", "table3", "table4")
 TABLE_KEYS = frozenset(
-    {"table", "d", "ds", "alpha", "eta", "families", "horizons", "a_lt1", "a_gt1", "rho", "T", "nu"}
+    {
+        "table",
+        "d",
+        "ds",
+        "alpha",
+        "eta",
+        "families",
+        "horizons",
+        "a_lt1",
+        "a_gt1",
+        "rho",
+        "T",
+        "nu",
+        "participations",
+        "separation",
+        "schema",
+    }
 )
 
 
@@ -266,8 +283,14 @@ def check_table_cell(cell: Mapping[str, Any]) -> None:
                 raise ValueError(f"families: unknown {fam!r}; known {theory.SPECTRUM_FAMILIES}")
         [_int({"d": d}, "d") for d in cell.get("ds", [16, 64, 256])]
     elif cell["table"] == "table3":
-        if not 1 <= _int(cell, "T", 32) <= 128:
-            raise ValueError("table3 needs T <= 128 (the ME factorization is an SDP)")
+        k = _int(cell, "participations", 1)
+        limit = 128 if k == 1 else 64
+        if not 1 <= _int(cell, "T", 32) <= limit:
+            raise ValueError(f"table3 needs T <= {limit} with participations={k} (ME is an SDP)")
+        if k > 1:
+            _int(cell, "separation", None)
+        if cell.get("schema", "min_sep") not in PARTICIPATION_SCHEMAS:
+            raise ValueError(f"schema must be one of {PARTICIPATION_SCHEMAS}")
         if cell.get("nu", "tuned") != "tuned" and _float(cell, "nu") >= 1:
             raise ValueError("nu must lie in (0, 1) or be 'tuned'")
     else:
@@ -285,8 +308,10 @@ def run_theory_table(
 ) -> pd.DataFrame:
     r"""Tables 1, 2, 3 or 4 (key ``table``); :math:`\lambda_k = k^{-\alpha}` for 1 and 2.
 
-    Table 3 (:func:`dpreg.estimators.ftrl_factorizations.table3`) takes ``T`` (32) and
-    the ν of ν-DP-FTRL (``nu``: a number, or ``"tuned"`` to minimise the error (3)).
+    Table 3 (:func:`dpreg.estimators.ftrl_factorizations.table3`) takes ``T`` (32),
+    the ν of ν-DP-FTRL (``nu``: a number, or ``"tuned"`` to minimise the error (3)) and
+    the participation model: ``participations`` (k, 1), ``separation`` (b, needed when
+    k > 1) and ``schema`` (``min_sep`` or ``fixed_epoch``).
     """
     check_table_cell(cell)
     eta, rho = _float(cell, "eta", 0.02), _float(cell, "rho", 1.0)
@@ -295,7 +320,14 @@ def run_theory_table(
         from dpreg.estimators.ftrl_factorizations import table3
 
         nu = cell.get("nu", "tuned")
-        out = table3(_int(cell, "T", 32), nu=nu if nu == "tuned" else _float(cell, "nu"))
+        k = _int(cell, "participations", 1)
+        out = table3(
+            _int(cell, "T", 32),
+            nu=nu if nu == "tuned" else _float(cell, "nu"),
+            participations=k,
+            separation=_int(cell, "separation") if k > 1 else None,
+            schema=cell.get("schema", "min_sep"),
+        )
     elif which == "table4":
         out = theory.table4(
             [int(d) for d in cell.get("ds", [16, 64, 256])],

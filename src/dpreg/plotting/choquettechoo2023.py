@@ -197,11 +197,13 @@ def plot_theory_table(table: pd.DataFrame, *, title: str | None = None) -> plt.F
         if which != "table3":  # values span decades; bars start well below the smallest
             ax.set_yscale("log")
             ax.set_ylim(bottom=float(np.nanmin(finite)) / 5.0)
-        ax.set_ylabel(
-            r"prefix-sum error $\gamma_T^2\|AB\|_F^2$ (Eq. 3)"
-            if which == "table3"
-            else r"$F_\infty$ (exact LTI)"
-        )
+        ylabel = r"$F_\infty$ (exact LTI)"
+        if which == "table3":
+            ylabel = r"prefix-sum error $\gamma^2\|AB\|_F^2$ (Eq. 3)"
+            k = int(table["participations"].iloc[0]) if "participations" in table else 1
+            if k > 1:
+                ylabel += f"\n$\\gamma$: {k} participations"
+        ax.set_ylabel(ylabel)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -40,7 +40,11 @@ __all__ = [
     "ftrl_noise_multiplier",
     "ftrl_zcdp",
     "matrix_sensitivity",
+    "PARTICIPATION_SCHEMAS",
     "multi_participation_sensitivity_sq",
+    "participation_patterns",
+    "pattern_sensitivity_sq",
+    "toeplitz_matrix",
 ]
 
 CALIBRATIONS: tuple[str, ...] = ("zcdp", "analytic")
@@ -176,32 +180,218 @@ def matrix_sensitivity(encoder: np.ndarray) -> float:
     return float(np.sqrt(np.max(np.sum(C * C, axis=0))))
 
 
-def multi_participation_sensitivity_sq(encoder_coeffs: np.ndarray, k: int, b: int) -> float:
-    r"""Squared sensitivity of a Toeplitz encoder when an example participates ``k`` times.
+PARTICIPATION_SCHEMAS: tuple[str, ...] = ("min_sep", "fixed_epoch")
+"""Multi-participation models: ``"min_sep"`` -- at most ``k`` participations, any two at
+least ``b`` steps apart (Choquette-Choo et al. 2023a; Kalinin & Lampert 2024);
+``"fixed_epoch"`` -- steps :math:`i, i+b, \\dots, i+(k-1)b` for one :math:`i < b`
+(``k`` epochs of ``b`` steps in a fixed order, the multi-epoch setting of
+Choquette-Choo et al. 2023b)."""
 
-    Not part of this paper (Theorem 1.1 covers one participation; notes §2.5): for a
-    lower-triangular Toeplitz encoder with non-negative, non-increasing coefficients
-    (true for ν-FTRL), participations at least ``b`` steps apart are worst when they
-    sit at :math:`0, b, \dots, (k-1)b` (Kalinin & Lampert 2024, Thm 2), giving
-    :math:`\|\sum_{j<k} C_{:, jb}\|_2^2`.
+_MAX_PATTERNS = 200_000
+
+
+def _check_participation(k: object, b: object, T: int, schema: str) -> tuple[int, int]:
+    check_choice(schema, "schema", PARTICIPATION_SCHEMAS)
+    for value, name in ((k, "k (participations)"), (b, "b (separation)")):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1; got {value!r}")
+    if T < 1:
+        raise ValueError(f"the horizon T must be >= 1; got {T}")
+    return int(k), int(b)
+
+
+def participation_patterns(
+    T: int, k: int, b: int, *, schema: str = "min_sep"
+) -> list[tuple[int, ...]]:
+    r"""Every maximal participation pattern of one example in ``T`` steps.
+
+    ``"min_sep"``: sets of at most ``k`` steps, pairwise at least ``b`` apart, that
+    cannot be extended (another step would break one of the two rules);
+    ``"fixed_epoch"``: :math:`\{i + jb : j < k\} \cap [0, T)` for :math:`i < \min(b, T)`.
+    Non-maximal patterns are never needed: the worst case over unit gradients does not
+    decrease when a participation is added (give it a gradient orthogonal to the
+    others), see :func:`pattern_sensitivity_sq`.
 
     Parameters
     ----------
-    encoder_coeffs : ndarray, shape (T,)
-        :math:`c_0, \dots, c_{T-1}`, non-negative and non-increasing.
+    T : int
+        Horizon (number of steps).
     k, b : int
-        Number of participations and minimum separation; :math:`(k-1)b < T`.
+        Maximum participations and separation, both >= 1.
+    schema : {"min_sep", "fixed_epoch"}
+
+    Returns
+    -------
+    list of tuple of int
+        Sorted step indices of each pattern.
+
+    Raises
+    ------
+    ValueError
+        For bad arguments or more than 200 000 patterns (the brute force is for small T).
+    """
+    k, b = _check_participation(k, b, int(T), schema)
+    T = int(T)
+    if schema == "fixed_epoch":
+        return [tuple(range(i, min(T, i + k * b), b)) for i in range(min(b, T))]
+    out: list[tuple[int, ...]] = []
+
+    def extend(current: list[int], start: int) -> None:
+        if len(out) > _MAX_PATTERNS:
+            raise ValueError(
+                f"more than {_MAX_PATTERNS} participation patterns (T={T}, k={k}, b={b});"
+                " the brute force is meant for small T"
+            )
+        if current:
+            if len(current) == k:
+                out.append(tuple(current))
+                return
+            if not any(all(abs(j - p) >= b for p in current) for j in range(T)):
+                out.append(tuple(current))
+        for j in range(start, T):
+            extend([*current, j], j + b)
+
+    extend([], 0)
+    return out
+
+
+def pattern_sensitivity_sq(gram_block: np.ndarray) -> float:
+    r"""Worst case of :math:`\|\sum_{j\in\pi} C_{:,j}g_j^\top\|_F^2` over unit gradients.
+
+    An example participating at the steps :math:`\pi` changes each of its gradients by
+    a vector :math:`g_j` of norm at most 1 (zero-out neighbours, clip norm 1), in any
+    direction, so the squared sensitivity of the pattern is
+
+    .. math::
+
+        \max_{\|g_j\|\le1}\Big\|\sum_{j\in\pi}C_{:,j}g_j^\top\Big\|_F^2
+        = \max_{G\succeq0,\ \mathrm{diag}(G)=1}\langle X_\pi, G\rangle
+        = \min_{y:\ \mathrm{Diag}(y)\succeq X_\pi}\mathbf 1^\top y,
+
+    :math:`X_\pi = (C^\top C)_{\pi\pi}` (the Gram matrix of the gradients may be any
+    correlation matrix once the dimension is at least :math:`|\pi|`; the last equality
+    is SDP duality, Slater's condition holds at :math:`G = I`). If :math:`X_\pi \ge 0`
+    entrywise the maximum is :math:`\mathbf 1^\top X_\pi\mathbf 1 =
+    \|\sum_{j\in\pi}C_{:,j}\|^2` (all gradients aligned); for :math:`|\pi| \le 2` it is
+    :math:`\mathrm{tr}X_\pi + 2|X_{12}|`. Otherwise the dual SDP is solved (cvxpy,
+    CLARABEL) and its :math:`y` shifted by
+    :math:`\max(0, -\lambda_{\min}(\mathrm{Diag}(y) - X_\pi))`, so the returned value is
+    a certified upper bound (never below the worst case).
+
+    Parameters
+    ----------
+    gram_block : ndarray, shape (p, p)
+        :math:`X_\pi`, symmetric positive semi-definite.
 
     Returns
     -------
     float
     """
-    c = np.asarray(encoder_coeffs, dtype=np.float64).ravel()
-    if c.size == 0 or np.any(c < 0) or np.any(np.diff(c) > 1e-15):
-        raise ValueError("encoder_coeffs must be non-negative and non-increasing")
-    if k < 1 or b < 1 or (k - 1) * b >= c.size:
-        raise ValueError(f"need k >= 1, b >= 1 and (k - 1) b < T; got k={k}, b={b}, T={c.size}")
-    col = np.zeros(c.size)
-    for j in range(k):
-        col[j * b :] += c[: c.size - j * b]
-    return float(np.dot(col, col))
+    M = np.asarray(gram_block, dtype=np.float64)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.size == 0 or not np.all(np.isfinite(M)):
+        raise ValueError("gram_block must be a finite non-empty square matrix")
+    return float(_pattern_values(M[None])[0])
+
+
+def _pattern_values(blocks: np.ndarray) -> np.ndarray:
+    """Worst-case values of a stack of Gram blocks (n, p, p); see pattern_sensitivity_sq."""
+    blocks = 0.5 * (blocks + np.swapaxes(blocks, 1, 2))
+    n, p, _ = blocks.shape
+    if p <= 2:
+        diag = np.trace(blocks, axis1=1, axis2=2)
+        return diag + (2.0 * np.abs(blocks[:, 0, 1]) if p == 2 else 0.0)
+    values = np.empty(n)
+    scale = max(float(np.max(np.abs(blocks))), 1e-300)
+    easy = np.all(blocks >= -1e-14 * scale, axis=(1, 2))
+    # sum |X_ij| bounds <X, G> for every correlation matrix G; equal when X >= 0
+    values[easy] = np.abs(blocks[easy]).sum(axis=(1, 2))
+    hard = np.flatnonzero(~easy)
+    if hard.size:
+        values[hard] = _elliptope_max_sdp(blocks[hard])
+    return values
+
+
+def _elliptope_max_sdp(blocks: np.ndarray) -> np.ndarray:
+    """Certified upper bounds min 1'y s.t. Diag(y) >= X for each block (one cvxpy solve)."""
+    import cvxpy as cp
+
+    n, p, _ = blocks.shape
+    Y = cp.Variable((n, p))
+    constraints = [cp.diag(Y[i]) - blocks[i] >> 0 for i in range(n)]
+    cp.Problem(cp.Minimize(cp.sum(Y)), constraints).solve(solver="CLARABEL")
+    if Y.value is None:
+        raise RuntimeError("the pattern-sensitivity SDP failed")
+    y = np.asarray(Y.value)
+    out = np.empty(n)
+    for i in range(n):
+        slack = np.diag(y[i]) - blocks[i]
+        shift = max(0.0, -float(np.linalg.eigvalsh(0.5 * (slack + slack.T))[0]))
+        out[i] = float(np.sum(y[i])) + p * shift
+    return out
+
+
+def toeplitz_matrix(first_column: np.ndarray) -> np.ndarray:
+    """Lower-triangular Toeplitz matrix (T, T) with the given first column."""
+    c = np.asarray(first_column, dtype=np.float64).ravel()
+    lag = np.arange(c.size)[:, None] - np.arange(c.size)[None, :]
+    return np.where(lag >= 0, c[np.clip(lag, 0, None)], 0.0)
+
+
+def multi_participation_sensitivity_sq(
+    encoder: np.ndarray, k: int, b: int, *, schema: str = "min_sep"
+) -> float:
+    r"""Squared sensitivity of an encoder when an example participates up to ``k`` times.
+
+    Not part of this paper (Theorem 1.1 covers one participation; notes §2.5):
+    :math:`\max_\pi\max_{\|g_j\|\le1}\|\sum_{j\in\pi}C_{:,j}g_j^\top\|_F^2` over the
+    participation patterns :math:`\pi` of :func:`participation_patterns`, each pattern
+    evaluated exactly by :func:`pattern_sensitivity_sq` (any signs; when the Gram
+    entries are non-negative this is :math:`\max_\pi\|\sum_{j\in\pi}C_{:,j}\|^2`).
+
+    Shortcut: a lower-triangular Toeplitz encoder given by its first column
+    :math:`c \ge 0` has :math:`(C^\top C)_{ij} \ge 0`, non-increasing in
+    :math:`\max(i, j)` at fixed :math:`|i-j|`, so the fixed-epoch worst case is the
+    pattern :math:`0, b, 2b, \dots`; for ``"min_sep"`` the same pattern is the worst
+    when :math:`c` is also non-increasing (Kalinin & Lampert 2024, Thm 2; true for
+    ν-FTRL, Optimal CC, SGD and damped anti-PGD). Both shortcuts are checked against
+    the brute force in the tests. Any other encoder (e.g. one with negative entries,
+    where the first pattern need not be the worst) takes the brute force over all
+    patterns, meant for small ``T``.
+
+    Parameters
+    ----------
+    encoder : ndarray, shape (T,) or (m, T)
+        First column :math:`c_0, \dots, c_{T-1}` of a lower-triangular Toeplitz encoder,
+        or an explicit encoder matrix :math:`C`.
+    k, b : int
+        Maximum participations and separation (at most
+        :math:`\lfloor (T-1)/b\rfloor + 1` participations fit in ``T`` steps).
+    schema : {"min_sep", "fixed_epoch"}
+        See :data:`PARTICIPATION_SCHEMAS`.
+
+    Returns
+    -------
+    float
+    """
+    C = np.asarray(encoder, dtype=np.float64)
+    if C.ndim not in (1, 2) or C.size == 0 or not np.all(np.isfinite(C)):
+        raise ValueError("encoder must be a finite non-empty vector (T,) or matrix (m, T)")
+    T = C.shape[-1]
+    k, b = _check_participation(k, b, T, schema)
+    if C.ndim == 1:
+        nonneg = bool(np.all(C >= 0))
+        monotone = bool(np.all(np.diff(C) <= 1e-15 * max(float(C[0]), 1e-300)))
+        if nonneg and (schema == "fixed_epoch" or monotone):
+            col = np.zeros(T)
+            for j in range(min(k, (T - 1) // b + 1)):
+                col[j * b :] += C[: T - j * b]
+            return float(np.dot(col, col))
+        C = toeplitz_matrix(C)
+    X = C.T @ C
+    patterns = participation_patterns(T, k, b, schema=schema)
+    best = 0.0
+    for size in sorted({len(p) for p in patterns}):
+        idx = np.array([p for p in patterns if len(p) == size], dtype=np.intp)
+        blocks = X[idx[:, :, None], idx[:, None, :]]
+        best = max(best, float(np.max(_pattern_values(blocks))))
+    return best
