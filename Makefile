@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 8
 
-.PHONY: install run smoke report test lint clean
+.PHONY: install run smoke slurm-smoke report test lint clean
 
 $(BIN)/.dpreg-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,17 @@ run: install
 smoke: install
 	$(BIN)/snakemake --cores $(CORES) --configfile config/smoke.yaml
 	$(BIN)/snakemake --configfile config/smoke.yaml --report report.html
+
+# The smoke config through a throw-away one-node SLURM on 127.0.0.1 (root, Debian/Ubuntu):
+# what tests/workflow/test_workflow.py::test_slurm_run_equals_local_run does for a subset.
+slurm-smoke: install
+	bash .ci/slurm-cluster.sh install
+	bash .ci/slurm-cluster.sh start || { bash .ci/slurm-cluster.sh stop; exit 1; }
+	$(BIN)/snakemake --configfile config/smoke.yaml --executor slurm \
+	  --workflow-profile workflow/profiles/slurm --default-resources slurm_partition=dpreg \
+	  --slurm-status-command squeue --seconds-between-status-checks 2 \
+	  --slurm-init-seconds-before-status-checks 2 --latency-wait 5 --jobs 4; \
+	  status=$$?; bash .ci/slurm-cluster.sh stop; exit $$status
 
 test: install
 	$(BIN)/pytest
