@@ -73,3 +73,46 @@ def test_dp_stat_gamma_by_hand():
     assert th.dp_stat_gamma(2.0, 10, 0.01) == pytest.approx(
         2 * math.sqrt(2 * 10 * math.log(2) * math.log(10 * math.log(2) / 0.01))
     )
+
+
+def test_theorem_3_7_layout_matches_the_estimator_layout():
+    from dpreg.estimators.ambssgd_core import block_layout
+
+    for n in (1000, 4321, 10_000, 99_999, 10**6, 3 * 10**7):
+        lay = block_layout(n)
+        assert th.theorem_3_7_layout(n) == (lay.T, lay.s, lay.b)
+
+
+def test_lemma_3_11_crossover_is_where_the_ratios_cross_one():
+    lam, sigma, alpha = np.ones(20), 0.1, 3.8
+    out = th.lemma_3_11_crossover(
+        H_eigenvalues=lam, sigma=sigma, noise_multiplier=alpha, n_min=1e4, n_max=1e12,
+        per_decade=20,
+    )  # fmt: skip
+    rx2 = 22.0
+
+    def ratios(n):
+        T, _, b = th.theorem_3_7_layout(n)
+        eta = b / (rx2 + b - 1)
+        kw = dict(H_eigenvalues=lam, sigma=sigma, w_star_H_norm=1.0, n=n, T=T, b=b, eta=eta,
+                  c1=1.0)  # fmt: skip
+        priv = th.lemma_3_11_bound(noise_multiplier=alpha, **kw) - th.lemma_3_11_bound(
+            noise_multiplier=0.0, **kw
+        )
+        batch = th.lemma_3_11_batch_condition(
+            H_eigenvalues=lam, b=b, eta=eta, noise_multiplier=alpha, n=n
+        )
+        return priv / (sigma**2 * 20 / n), batch
+
+    step = 10 ** (1 / 20)
+    for key, which, good in (("n_privacy", 0, lambda v: v <= 1), ("n_batch", 1, lambda v: v >= 1)):
+        n = out[key]
+        assert 1e4 < n < 1e12
+        assert good(ratios(n)[which]) and not good(ratios(n / step)[which])
+    assert out["ratio_at_n_min"] == pytest.approx(ratios(1e4)[0], rel=1e-12)
+    assert out["n_batch"] < out["n_privacy"]
+    looser = th.lemma_3_11_crossover(
+        H_eigenvalues=lam, sigma=sigma, noise_multiplier=alpha / 2, n_min=1e4, n_max=1e12,
+        per_decade=20,
+    )  # fmt: skip
+    assert looser["n_privacy"] < out["n_privacy"]

@@ -37,12 +37,22 @@ from dpreg.estimators.registry import register
 from dpreg.privacy.budgets import ApproxDP
 from dpreg.results import Fit
 
-__all__ = ["DP_SSGD_C1", "DP_SSGD_C2", "dp_ssgd_hyperparameters", "dp_ssgd_path", "fit_dp_ssgd"]
+__all__ = [
+    "DP_SSGD_C1",
+    "DP_SSGD_C2",
+    "DP_SSGD_ETA_RULES",
+    "dp_ssgd_hyperparameters",
+    "dp_ssgd_path",
+    "dp_ssgd_stream_pass",
+    "fit_dp_ssgd",
+]
 
 DP_SSGD_C1 = 1.0 / 13440.0
 """c1 of Theorem 3.2's step size, from eq. (30): 1/(64 * 210) (notes §2.1)."""
 DP_SSGD_C2 = 1.0 / 4200.0
 """c2 of Theorem 3.2's step size, from eq. (30): 1/(4 * 1050)."""
+DP_SSGD_ETA_RULES: tuple[str, ...] = ("theorem", "corollary", "lemma")
+"""Step-size rules of :func:`dp_ssgd_hyperparameters`."""
 
 
 def dp_ssgd_hyperparameters(
@@ -71,8 +81,12 @@ def dp_ssgd_hyperparameters(
     ``"corollary"`` (Corollary 3.3, Gaussian): :math:`\eta = 1/(4d)`,
     :math:`\zeta = \sqrt d\sqrt{\|w^*\|^2 + \sigma^2}\ln N` (inconsistent with the
     theorem, notes §8 item 9; kept as a named option).
+
+    ``"lemma"`` (non-paper option): the theorem's :math:`\zeta` with the largest step
+    Lemma 3.5 allows, :math:`\eta = 1/(2R_x^2)` (Theorem 3.2's other two terms, with
+    eq. (30)'s constants, make :math:`\eta` so small that the iterate barely moves).
     """
-    check_choice(rule, "rule", ("theorem", "corollary"))
+    check_choice(rule, "rule", DP_SSGD_ETA_RULES)
     log_n = math.log(n)
     if rule == "corollary":
         return 1.0 / (4.0 * d), math.sqrt(d) * math.hypot(w_star_norm, sigma) * log_n
@@ -83,6 +97,8 @@ def dp_ssgd_hyperparameters(
         DP_SSGD_C1 / log_n ** (4 * a + 2) / (K2**2 * rx2 * kappa * d * alpha2),
         DP_SSGD_C2 / log_n ** (2 * a + 2) / rx2,
     )
+    if rule == "lemma":
+        eta = 1.0 / (2.0 * rx2)
     zeta = (
         4.0
         * K2
@@ -132,6 +148,80 @@ def dp_ssgd_path(
             if start + j + 1 >= tail_start:
                 W_sum += W
     return W_sum / (n - n // 2), clipped / n
+
+
+def dp_ssgd_stream_pass(
+    source: Any,
+    n_steps: int,
+    *,
+    eta: np.ndarray,
+    clip: np.ndarray,
+    noise_multiplier: np.ndarray,
+    sigma: np.ndarray,
+    rng: np.random.Generator,
+    chunk: int = 1024,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Algorithm 1 on a row stream for D replicates x R runs that share each replicate's rows.
+
+    The study's version of :func:`dp_ssgd_path`: rows come from a
+    :class:`~dpreg.estimators.ambssgd_core.RowSource` (already in a uniformly random
+    order, e.g. i.i.d. synthetic rows), and R runs with their own step size, clip norm,
+    noise multiplier and response noise scale (``y = base + sigma_r * noise``) read the
+    same rows. No validation (the caller validates).
+
+    Parameters
+    ----------
+    source : RowSource
+        ``take(k)`` returns ``X`` (D, k, d), ``base`` (D, k), ``noise`` (D, k) or None.
+    n_steps : int
+        N: rows read, one step each.
+    eta, clip, noise_multiplier, sigma : ndarray (R,)
+        Per-run :math:`\eta`, :math:`\zeta`, :math:`\alpha`, response noise scale.
+    rng : numpy.random.Generator
+        DP noise: per chunk of rows one draw of shape (chunk, D, d, R).
+
+    Returns
+    -------
+    (w_bar, clip_fraction)
+        Tail averages over :math:`t \in \{\lfloor N/2\rfloor+1..N\}`, shape (D, d, R),
+        and the fraction of clipped steps, shape (D, R).
+    """
+    D, d = source.n_replicates, source.d
+    eta = np.asarray(eta, dtype=np.float64)
+    clip = np.asarray(clip, dtype=np.float64)
+    R = eta.size
+    noise_on_w = eta * 2.0 * clip * np.asarray(noise_multiplier, dtype=np.float64)  # (R,)
+    eta_clip = eta * clip
+    sig = np.asarray(sigma, dtype=np.float64)
+    W = np.zeros((D, 1, d, R))  # (D, 1, d, R): x (D, 1, 1, d) @ W gives (D, 1, 1, R)
+    W_sum = np.zeros((D, 1, d, R))
+    clipped = np.zeros((D, R))
+    tail_start = n_steps // 2 + 1
+    done = 0
+    while done < n_steps:
+        k = min(chunk, n_steps - done)
+        X, base, z = source.take(k)
+        Y = np.broadcast_to(base[:, :, None], (D, k, R)).copy()
+        if z is not None:
+            Y += z[:, :, None] * sig
+        norms = np.sqrt(np.einsum("kcd,kcd->kc", X, X))[:, :, None]  # (D, k, 1)
+        rows = X[:, :, None, :, None]  # (D, k, 1, d, 1)
+        G = rng.standard_normal((k, D, 1, d, R))
+        G *= noise_on_w
+        resid = np.empty((D, k, R))
+        for j in range(k):
+            r = np.matmul(X[:, j, None, None, :], W)[:, 0, 0]  # <x_t, w_t>, (D, R)
+            r -= Y[:, j]
+            resid[:, j] = r
+            # eta * clip_zeta(x r) = x * r * eta * min{1, zeta / (|r| ||x||)}
+            r *= eta_clip / np.maximum(np.abs(r) * norms[:, j], clip)
+            W -= rows[:, j] * r[:, None, None, :]
+            W -= G[j]
+            if done + j + 1 >= tail_start:
+                W_sum += W
+        clipped += (np.abs(resid) * norms > clip).sum(axis=1)
+        done += k
+    return W_sum[:, 0] / (n_steps - n_steps // 2), clipped / n_steps
 
 
 @register("dp_ssgd")

@@ -36,7 +36,7 @@ from dpreg.estimators.registry import register
 from dpreg.privacy.budgets import ApproxDP
 from dpreg.results import Fit
 
-__all__ = ["fit_dp_sgd_poisson", "poisson_positions"]
+__all__ = ["dp_sgd_poisson_runs", "fit_dp_sgd_poisson", "poisson_positions"]
 
 
 def poisson_positions(
@@ -57,6 +57,63 @@ def poisson_positions(
     width = int(mask.sum(axis=1).max()) if mask.any() else 1
     pos, mask = pos[:, :width], mask[:, :width]
     return np.where(mask, pos, 0), mask
+
+
+def dp_sgd_poisson_runs(
+    X: np.ndarray,
+    base: np.ndarray,
+    noise: np.ndarray | None,
+    *,
+    sigma: np.ndarray,
+    clip: np.ndarray,
+    eta: np.ndarray,
+    noise_multiplier: np.ndarray,
+    batch_size: float,
+    steps: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""DP-SGD with Poisson subsampling for R runs that share the data and the subsamples.
+
+    The study's grid version of :func:`fit_dp_sgd_poisson`: run r uses the response
+    ``base + sigma[r] * noise``, clip norm ``clip[r]``, step ``eta[r]`` and noise
+    multiplier ``noise_multiplier[r]`` (calibrated by the caller); all runs read the same
+    Poisson subsample at each step. Each run on its own is exactly the algorithm of
+    :func:`fit_dp_sgd_poisson` (the shared subsamples only correlate runs), so each run
+    has the privacy guarantee its multiplier was calibrated for. No validation.
+
+    Returns
+    -------
+    (theta, clip_fraction)
+        Tail averages of the last half of the iterates, (R, d), and the fraction of
+        sampled per-example gradients that were clipped, (R,).
+    """
+    n, d = X.shape
+    clip = np.asarray(clip, dtype=np.float64)
+    eta = np.asarray(eta, dtype=np.float64)
+    sig = np.asarray(sigma, dtype=np.float64)
+    noise_std = np.asarray(noise_multiplier, dtype=np.float64) * clip  # on the sum
+    R = clip.size
+    q = batch_size / n
+    W = np.zeros((d, R))
+    W_sum = np.zeros((d, R))
+    clipped = np.zeros(R)
+    seen = 0
+    tail_start = steps // 2 + 1
+    for t in range(steps):
+        pos, mask = poisson_positions(n, q, 1, rng)
+        pos = pos[0][mask[0]]
+        Xb = X[pos]  # (M, d)
+        y = base[pos][:, None] if noise is None else base[pos][:, None] + noise[pos][:, None] * sig
+        r = Xb @ W - y  # (M, R)
+        gnorm = np.abs(r) * np.sqrt(np.einsum("md,md->m", Xb, Xb))[:, None]
+        clipped += (gnorm > clip).sum(axis=0)
+        seen += pos.size
+        r *= clip / np.maximum(gnorm, clip)  # r min{1, C/||g||}
+        total = Xb.T @ r + noise_std * rng.standard_normal((d, R))
+        W -= eta * total / batch_size
+        if t + 1 >= tail_start:
+            W_sum += W
+    return (W_sum / (steps - steps // 2)).T, clipped / max(seen, 1)
 
 
 @register("dp_sgd_poisson")

@@ -22,20 +22,40 @@ Methods (``methods`` key):
 ``fixedclip``      constant clip :math:`R_xB\ln^aN`, multiplier :math:`\alpha/\sqrt2`
 ``oracleclip``     Lemma 3.11's clip from the true :math:`w_t - w^*` (non-private reference)
 ``sgd``            the same schedule without clip or noise (non-private reference)
+``dp_ssgd``        DP-SSGD (Algorithm 1), FMT21 shuffling calibration; step size rule
+                   ``dpssgd_eta_rule`` (Theorem 3.2's by default); see below
 ``dp_sgd``         DP-SGD, Poisson sampling, RDP accountant, one run per ``dpsgd_clip_scales``
+``dp_sgd_tuned``   DP-SGD on the grid ``dpsgd_grid_clip_scales`` x ``dpsgd_grid_eta_scales``;
+                   the table reports the grid point chosen on held-out replicates (below)
 ``adassp``         AdaSSP (Wang 2018) on rows clipped to public Gaussian-quantile bounds
 =================  =========================================================================
 
-The first five share one vectorised pass per data stream (:func:`ambssgd_pass`); the
-last two need the data in memory and run trial by trial (keep them to moderate N).
-Hyperparameters are Theorem 3.7's with oracle constants (notes §2.4, §8 item 16), the
-same oracle knowledge for every method.
+The first five share one vectorised pass per data stream (:func:`ambssgd_pass`);
+``dp_ssgd`` makes its own pass over the same stream (N single-row steps, so it is skipped,
+with a ``not_run`` row, above ``dpssgd_max_n``); the last three need the data in memory
+and run trial by trial (keep them to moderate N). Hyperparameters are Theorem 3.7's with
+oracle constants (notes §2.4, §8 item 16), the same oracle knowledge for every method.
+
+*DP-SSGD validity.* The FMT21 calibration certifies at most
+``eps(eps0 = 1)`` (about 0.22 at N = 1e4, 0.024 at N = 1e6 for delta = 1e-6): for a
+larger target the run is over-noised at the largest certifiable epsilon (still
+(eps, delta)-DP; ``status = over_noised``, ``epsilon_certified`` recorded); where FMT21
+certifies nothing (N < 16 ln(4/delta)) it refuses (``status = refused``, no risk).
+
+*Tuned DP-SGD.* Every trial runs every grid point (``dp_sgd_grid`` rows, clip
+:math:`C = c R_x(1+\sigma)`, step :math:`e L/(R_x^2 + (L-1)\|H\|)`, all sharing the
+trial's data and Poisson subsamples). The summary reports ``dp_sgd_tuned`` by two-fold
+cross-fitting over trial parity: the grid point with the smallest median on the even
+trials is evaluated on the odd trials and vice versa. Selection uses other data sets from
+the same distribution (public-data tuning), so it is *not* charged to the privacy budget:
+a non-private tuning step, labelled as such.
 """
 
 from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -52,9 +72,14 @@ from dpreg.estimators.ambssgd_core import (
 )
 from dpreg.estimators.ambssgd_privacy import (
     NOISE_MULTIPLIER_RULES,
+    ShufflingRegimeWarning,
     ambssgd_noise_multiplier,
+    calibrate_dp_ssgd,
+    calibrate_poisson_dpsgd,
     fixed_clip_noise_multiplier,
 )
+from dpreg.estimators.dp_ssgd import DP_SSGD_ETA_RULES, dp_ssgd_hyperparameters, dp_ssgd_stream_pass
+from dpreg.estimators.dpsgd_poisson import dp_sgd_poisson_runs
 from dpreg.experiments.kinds import StudyKind, register_kind
 from dpreg.theory import ambssgd as theory
 
@@ -65,13 +90,17 @@ __all__ = [
     "check_sim_cell",
     "run_diagnostics_cell",
     "run_sim_cell",
+    "sample_complexity",
     "summarise_diagnostics",
     "summarise_sim",
+    "tuned_dp_sgd",
 ]
 
 STREAM_METHODS: tuple[str, ...] = ("ambssgd", "ambssgd_margin", "fixedclip", "oracleclip", "sgd")
-STORED_METHODS: tuple[str, ...] = ("dp_sgd", "adassp")
-METHODS: tuple[str, ...] = STREAM_METHODS + STORED_METHODS
+STORED_METHODS: tuple[str, ...] = ("dp_sgd", "adassp", "dp_sgd_tuned")
+METHODS: tuple[str, ...] = STREAM_METHODS + ("dp_ssgd",) + STORED_METHODS
+GRID_METHOD = "dp_sgd_grid"
+"""Run rows of the tuned DP-SGD grid (one per grid point); summarised as ``dp_sgd_tuned``."""
 _RULE = {
     "ambssgd": "adaptive",
     "ambssgd_margin": "adaptive",
@@ -80,6 +109,8 @@ _RULE = {
     "sgd": "none",
 }
 _NOISE_STREAM = 2**31 - 1
+_SSGD_STREAM = 2**31 - 2
+_GRID_STREAM = 2**31 - 3
 
 SIM_KEYS = frozenset(
     {
@@ -100,6 +131,10 @@ SIM_KEYS = frozenset(
         "dpsgd_clip_scales",
         "dpsgd_batch_size",
         "dpsgd_epochs",
+        "dpsgd_grid_clip_scales",
+        "dpsgd_grid_eta_scales",
+        "dpssgd_eta_rule",
+        "dpssgd_max_n",
         "conversion",
     }
 )
@@ -182,13 +217,41 @@ def _spec(cell: Mapping[str, Any]) -> dict[str, Any]:
         ],
         "batch": _number(cell.get("dpsgd_batch_size", 1000), "dpsgd_batch_size"),
         "epochs": _number(cell.get("dpsgd_epochs", 1.0), "dpsgd_epochs"),
+        "grid_clips": _positive_list(cell, "dpsgd_grid_clip_scales", [0.03, 0.1, 0.3, 1.0]),
+        "grid_etas": _positive_list(cell, "dpsgd_grid_eta_scales", [0.3, 1.0]),
+        "ssgd_eta_rule": _choice(cell, "dpssgd_eta_rule", "theorem", DP_SSGD_ETA_RULES),
+        "ssgd_max_n": _max_n(cell.get("dpssgd_max_n")),
     }
+
+
+def _positive_list(cell: Mapping[str, Any], key: str, default: list[float]) -> list[float]:
+    values = [_number(v, key) for v in _list(cell.get(key, default))]
+    if not values or len(set(values)) != len(values):
+        raise ValueError(f"{key} must be a non-empty list of distinct positive numbers")
+    return values
+
+
+def _choice(cell: Mapping[str, Any], key: str, default: str, choices: tuple[str, ...]) -> str:
+    value = cell.get(key, default)
+    if value not in choices:
+        raise ValueError(f"{key} must be one of {list(choices)}; got {value!r}")
+    return value
+
+
+def _max_n(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"dpssgd_max_n must be a positive integer or null; got {value!r}")
+    return value
 
 
 def check_sim_cell(cell: Mapping[str, Any]) -> None:
     """Validate a ``varshney_sim`` / ``varshney_diagnostics`` cell (ValueError naming the key)."""
     spec = _spec(cell)
-    if "dp_sgd" in spec["methods"] and spec["batch"] > spec["n"]:
+    if {"dp_sgd", "dp_sgd_tuned"} & set(spec["methods"]) and spec["batch"] > spec["n"]:
         raise ValueError(f"dpsgd_batch_size must be <= n = {spec['n']}")
 
 
@@ -296,9 +359,14 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
 
     rows: list[dict[str, Any]] = []
     n, d = spec["n"], spec["d"]
+    if not set(spec["methods"]) & set(STORED_METHODS):
+        return rows
+    grid = _grid_setup(spec, lam, hp_by_sigma) if "dp_sgd_tuned" in spec["methods"] else None
     for trial in trial_ids:
         X, base, z = GaussianStream(seed, [trial], lam, w_star).take(n)
         X, base, z = X[0], base[0], z[0]
+        if grid is not None:
+            rows += _grid_rows(grid, X, base, z, w_star, lam, trial, seed)
         for sigma in spec["sigmas"]:
             y = base + sigma * z
             hp = hp_by_sigma[sigma]
@@ -345,6 +413,130 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
     return rows
 
 
+def _grid_setup(spec, lam, hp_by_sigma) -> dict[str, Any]:
+    """Lay out the tuned DP-SGD grid: one lane per (sigma, epsilon, clip scale, eta scale)."""
+    n, L, delta = spec["n"], spec["batch"], spec["delta"]
+    q = L / n
+    steps = math.ceil(spec["epochs"] / q)
+    H_norm = float(lam.max())
+    multipliers = {e: calibrate_poisson_dpsgd(e, delta, q, steps) for e in spec["epsilons"]}
+    labels, sig, clip, eta, mult = [], [], [], [], []
+    for sigma in spec["sigmas"]:
+        rx2 = hp_by_sigma[sigma].x_norm_sq
+        base_eta = L / (rx2 + (L - 1) * H_norm)
+        for eps in spec["epsilons"]:
+            for c in spec["grid_clips"]:
+                for e in spec["grid_etas"]:
+                    labels.append((sigma, eps, c, e))
+                    sig.append(sigma)
+                    clip.append(c * math.sqrt(rx2) * (1.0 + sigma))
+                    eta.append(e * base_eta)
+                    mult.append(multipliers[eps])
+    return {
+        "labels": labels,
+        "sigma": np.array(sig),
+        "clip": np.array(clip),
+        "eta": np.array(eta),
+        "noise_multiplier": np.array(mult),
+        "batch": L,
+        "steps": steps,
+    }
+
+
+def _grid_rows(grid, X, base, z, w_star, lam, trial, seed) -> list[dict[str, Any]]:
+    """One trial of every grid point (shared data and Poisson subsamples, own DP noise)."""
+    theta, clip_fraction = dp_sgd_poisson_runs(
+        X, base, z, sigma=grid["sigma"], clip=grid["clip"], eta=grid["eta"],
+        noise_multiplier=grid["noise_multiplier"], batch_size=grid["batch"],
+        steps=grid["steps"], rng=np.random.default_rng([seed, _GRID_STREAM, trial]),
+    )  # fmt: skip
+    excess = _excess(theta, w_star, lam)
+    return [
+        {
+            "trial": trial,
+            "method": GRID_METHOD,
+            "sigma": sigma,
+            "epsilon": eps,
+            "excess_risk": float(excess[r]),
+            "clip_fraction": float(clip_fraction[r]),
+            "clip_scale": c,
+            "eta_scale": e,
+        }
+        for r, (sigma, eps, c, e) in enumerate(grid["labels"])
+    ]
+
+
+def _ssgd_calibration(spec) -> dict[float, tuple[str, float, float]]:
+    """Per target epsilon: (status, noise multiplier, certified epsilon) of DP-SSGD."""
+    out: dict[float, tuple[str, float, float]] = {}
+    for eps in spec["epsilons"]:
+        if spec["ssgd_max_n"] is not None and spec["n"] > spec["ssgd_max_n"]:
+            out[eps] = ("not_run", math.nan, math.nan)
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ShufflingRegimeWarning)
+                cal = calibrate_dp_ssgd(eps, spec["delta"], spec["n"])
+        except ValueError:  # FMT21 certifies nothing at this N
+            out[eps] = ("refused", math.nan, math.nan)
+            continue
+        status = "ok" if cal.in_regime else "over_noised"
+        out[eps] = (status, cal.noise_multiplier, cal.epsilon)
+    return out
+
+
+def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict[str, Any]]:
+    """DP-SSGD (Algorithm 1) over the cell's stream: one pass, N single-row steps."""
+    if "dp_ssgd" not in spec["methods"]:
+        return []
+    n, d = spec["n"], spec["d"]
+    cal = _ssgd_calibration(spec)
+    lanes = [
+        (s, e)
+        for s in spec["sigmas"]
+        for e in spec["epsilons"]
+        if cal[e][0] in ("ok", "over_noised")
+    ]
+    steps = {}
+    for sigma, eps in lanes:
+        steps[(sigma, eps)] = dp_ssgd_hyperparameters(
+            n, d, x_norm_sq=hp_by_sigma[sigma].x_norm_sq, H_norm=float(lam.max()),
+            kappa=spec["kappa"], w_star_norm=float(np.linalg.norm(w_star)), sigma=sigma,
+            noise_multiplier=cal[eps][1], rule=spec["ssgd_eta_rule"],
+        )  # fmt: skip
+    excess = clip_fraction = None
+    if lanes:
+        w_bar, clip_fraction = dp_ssgd_stream_pass(
+            GaussianStream(seed, trial_ids, lam, w_star), n,
+            eta=np.array([steps[k][0] for k in lanes]),
+            clip=np.array([steps[k][1] for k in lanes]),
+            noise_multiplier=np.array([cal[e][1] for _, e in lanes]),
+            sigma=np.array([s for s, _ in lanes]),
+            rng=np.random.default_rng([seed, _SSGD_STREAM]),
+        )  # fmt: skip
+        excess = _excess(np.moveaxis(w_bar, 1, 2), w_star, lam)  # (D, R)
+    rows = []
+    for sigma in spec["sigmas"]:
+        for eps in spec["epsilons"]:
+            status, _, eps_cert = cal[eps]
+            r = lanes.index((sigma, eps)) if (sigma, eps) in lanes else None
+            for k, trial in enumerate(trial_ids):
+                rows.append(
+                    {
+                        "trial": trial,
+                        "method": "dp_ssgd",
+                        "sigma": sigma,
+                        "epsilon": eps,
+                        "excess_risk": math.nan if r is None else float(excess[k, r]),
+                        "clip_fraction": math.nan if r is None else float(clip_fraction[k, r]),
+                        "status": status,
+                        "epsilon_certified": eps_cert,
+                        "dpssgd_eta": math.nan if r is None else steps[(sigma, eps)][0],
+                    }
+                )
+    return rows
+
+
 def run_sim_cell(
     cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Any = None
 ) -> pd.DataFrame:
@@ -374,8 +566,11 @@ def run_sim_cell(
                     }
                 )
     rows += _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng)
+    rows += _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed)
     frame = pd.DataFrame(rows)
     lay = spec["layout"]
+    if "n_per_d" in cell:
+        frame["n_per_d"] = float(cell["n_per_d"])
     frame["seed"] = np.uint64(seed)
     frame["n"] = spec["n"]
     frame["d"] = spec["d"]
@@ -405,28 +600,13 @@ def summarise_sim(runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = 
     """
     del references
     keys = ["n", "d", "kappa", "sigma", "epsilon", "method"]
-    rows = []
-    for key, g in runs.groupby(keys, sort=True):
-        row = dict(zip(keys, key, strict=True))
-        ex = g["excess_risk"]
-        row.update(
-            {
-                "median": _q(ex, 0.5),
-                "q10": _q(ex, 0.1),
-                "q90": _q(ex, 0.9),
-                "mean": float(ex.mean()),
-                "trials": int(len(g)),
-                "clip_fraction_median": _q(g["clip_fraction"], 0.5),
-                "T": int(g["T"].iloc[0]),
-                "b": int(g["b"].iloc[0]),
-                "delta": float(g["delta"].iloc[0]),
-            }
-        )
-        for col in ("stop_index_mean", "no_break_fraction", "zeta_last"):
-            if col in g and g[col].notna().any():
-                row[f"{col}_median"] = _q(g[col].dropna(), 0.5)
-        rows.append(row)
-    table = pd.DataFrame(rows)
+    grid = runs["method"] == GRID_METHOD
+    rows = [
+        {**dict(zip(keys, key, strict=True)), **_risk_stats(g)}
+        for key, g in runs[~grid].groupby(keys, sort=True)
+    ]
+    rows += tuned_dp_sgd(runs[grid])
+    table = pd.DataFrame(rows).sort_values(keys, kind="stable").reset_index(drop=True)
     ref = table[table["method"] == "sgd"][["n", "d", "kappa", "sigma", "median"]]
     ref = ref.rename(columns={"median": "sgd_median"})
     table = table.merge(ref, on=["n", "d", "kappa", "sigma"], how="left")
@@ -465,7 +645,124 @@ def summarise_sim(runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = 
             )
         )
     table["lemma_3_11_bound"] = lemma
+    table["lemma_3_11_batch_ratio"] = [
+        _batch_ratio(r)
+        if np.isfinite(r["epsilon"]) and r["method"].startswith("ambssgd")
+        else np.nan
+        for _, r in table.iterrows()
+    ]
+    if "n_per_d" in runs:
+        stars = sample_complexity(table)
+        on = ["d", "kappa", "sigma", "epsilon", "method"]
+        table = table.merge(stars[[*on, "n_star", "n_star_reached"]], on=on, how="left")
     return table
+
+
+def _batch_ratio(r: pd.Series) -> float:
+    """Lemma 3.11's batch condition at a summary row's layout (>= 1: the lemma applies)."""
+    lam = eigenvalues(int(r["d"]), float(r["kappa"]))
+    hp = paper_hyperparameters(
+        int(r["n"]), int(r["b"]), H_eigenvalues=lam, w_star_H_norm=1.0, sigma=r["sigma"]
+    )
+    return float(
+        theory.lemma_3_11_batch_condition(
+            H_eigenvalues=lam,
+            b=int(r["b"]),
+            eta=hp.eta,
+            n=r["n"],
+            noise_multiplier=ambssgd_noise_multiplier(r["epsilon"], r["delta"]),
+        )  # fmt: skip
+    )
+
+
+def _risk_stats(g: pd.DataFrame) -> dict[str, Any]:
+    """Median, 10-90% band, mean and diagnostics of one group of trial rows."""
+    ex = g["excess_risk"]
+    row: dict[str, Any] = {
+        "median": _q(ex, 0.5),
+        "q10": _q(ex, 0.1),
+        "q90": _q(ex, 0.9),
+        "mean": float(ex.mean()),
+        "trials": int(ex.notna().sum()),
+        "clip_fraction_median": _q(g["clip_fraction"], 0.5),
+        "T": int(g["T"].iloc[0]),
+        "b": int(g["b"].iloc[0]),
+        "delta": float(g["delta"].iloc[0]),
+    }
+    for col in ("stop_index_mean", "no_break_fraction", "zeta_last", "epsilon_certified"):
+        if col in g and g[col].notna().any():
+            row[f"{col}_median"] = _q(g[col].dropna(), 0.5)
+    if "status" in g and g["status"].notna().any():
+        row["status"] = "/".join(sorted(g["status"].dropna().unique()))
+    return row
+
+
+def tuned_dp_sgd(grid_runs: pd.DataFrame) -> list[dict[str, Any]]:
+    """``dp_sgd_tuned`` rows: the grid point chosen on held-out replicates (cross-fitting).
+
+    Per (n, d, kappa, sigma, epsilon): trials are split by parity; the grid point with the
+    smallest median excess risk on one half (ties: the first in (clip scale, eta scale)
+    order) is evaluated on the other half, both ways, and the two evaluation halves are
+    pooled. The chosen points are in ``selected`` ("even->odd | odd->even"). With trials of
+    one parity only, no held-out half exists: the row has no risk and says so.
+    """
+    keys = ["n", "d", "kappa", "sigma", "epsilon"]
+    out = []
+    if grid_runs.empty:
+        return out
+    for key, g in grid_runs.groupby(keys, sort=True):
+        parity = g["trial"].to_numpy() % 2
+        picked, evaluated = [], []
+        for fold in (0, 1):
+            tune, test = g[parity == fold], g[parity != fold]
+            if tune.empty or test.empty:
+                continue
+            medians = tune.groupby(["clip_scale", "eta_scale"], sort=True)["excess_risk"].median()
+            c, e = medians.idxmin()
+            picked.append(f"C x{c:g}, eta x{e:g}")
+            evaluated.append(test[(test["clip_scale"] == c) & (test["eta_scale"] == e)])
+        row = {**dict(zip(keys, key, strict=True)), "method": "dp_sgd_tuned"}
+        if evaluated:
+            row.update(_risk_stats(pd.concat(evaluated)))
+            row["selected"] = " | ".join(picked)
+        else:
+            row.update(_risk_stats(g.assign(excess_risk=np.nan)))
+            row.update(trials=0, selected="n/a: needs trials of both parities")
+        out.append(row)
+    return out
+
+
+def sample_complexity(table: pd.DataFrame, factor: float = 2.0) -> pd.DataFrame:
+    r"""E5's :math:`N^*(d)`: the smallest N of the grid with median <= factor x non-private.
+
+    Per (d, kappa, sigma, epsilon, method) of a summary table (with ``sgd_median``);
+    ``n_star`` is NaN and ``n_star_reached`` False when no N of the grid qualifies
+    (reported as "n/a", never dropped); ``n_max`` is the largest N tried.
+    """
+    rows = []
+    for (d, kappa, sigma, eps, method), g in table.groupby(
+        ["d", "kappa", "sigma", "epsilon", "method"], sort=True
+    ):
+        if method == "sgd":
+            continue
+        g = g.sort_values("n")
+        ok = g[g["median"] <= factor * g["sgd_median"]]
+        rows.append(
+            {
+                "d": d,
+                "kappa": kappa,
+                "sigma": sigma,
+                "epsilon": eps,
+                "method": method,
+                "n_star": float(ok["n"].iloc[0]) if len(ok) else math.nan,
+                "n_star_reached": bool(len(ok)),
+                "n_max": float(g["n"].max()),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=["d", "kappa", "sigma", "epsilon", "method", "n_star", "n_star_reached", "n_max"],
+    )
 
 
 def _figure_sim(table: pd.DataFrame, *, title: str | None = None) -> Any:

@@ -3,6 +3,9 @@
 * :func:`plot_sim` -- E1-E5: median excess risk with 10-90% bands against the grid axis
   that varies (N, sigma, d or kappa), one panel per value of the other varying axes,
   log-log, with the reference curves sigma^2 d / N and the exact OLS excess.
+  With an ``n_star`` column (E5) one more panel shows the sample complexity
+  :math:`N^*(d)` per method; methods that never reach the criterion on the grid are drawn
+  as open triangles above the grid and listed as "n/a".
 * :func:`plot_diagnostics` -- E6: per-step clip norm, true residual scale, clipped
   fraction and DP-STAT stop index (median, 10-90% band).
 """
@@ -30,6 +33,8 @@ METHOD_LABELS = {
     "oracleclip": "oracle clip (non-private)",
     "sgd": "non-private SGD",
     "adassp": "AdaSSP",
+    "dp_ssgd": "DP-SSGD (Alg. 1, FMT21; over-noised outside its regime)",
+    "dp_sgd_tuned": "DP-SGD, grid-tuned on held-out replicates (non-private tuning)",
 }
 _AXES = ("n", "sigma", "d", "kappa")
 _LINESTYLES = ("-", "--", ":", "-.")
@@ -55,9 +60,11 @@ def plot_sim(table: pd.DataFrame, *, title: str | None = None) -> Any:
     x_axis = max(varying, key=lambda a: table[a].nunique()) if varying else "n"
     facets = [a for a in varying if a != x_axis]
     groups = list(table.groupby(facets, sort=True)) if facets else [((), table)]
-    cols = min(3, len(groups))
-    rows = math.ceil(len(groups) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), squeeze=False)
+    star_panel = "n_star" in table and x_axis == "n"
+    panels = len(groups) + star_panel
+    cols = min(3, panels)
+    rows = math.ceil(panels / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(5.2 * cols, 11.0), 4.0 * rows), squeeze=False)
     methods = sorted(table["method"].unique())
     colours = dict(
         zip(
@@ -90,14 +97,61 @@ def plot_sim(table: pd.DataFrame, *, title: str | None = None) -> Any:
         ax.set_xlabel({"n": "N", "sigma": "σ (0 drawn at min/10)", "d": "d", "kappa": "κ"}[x_axis])
         ax.set_ylabel(r"excess risk $\frac{1}{2}\|\bar w - w^*\|_H^2$")
         ax.set_title(", ".join(f"{a}={v:g}" for a, v in zip(facets, key, strict=True)) or "all")
-    for ax in axes.ravel()[len(groups) :]:
+    if star_panel:
+        _plot_n_star(axes.ravel()[len(groups)], table, colours)
+    spare = axes.ravel()[panels:]
+    for ax in spare:
         ax.axis("off")
     handles, labels = axes.ravel()[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.12, 1, 0.96))
+    if len(spare):  # the legend goes where the unused panels are
+        fig.tight_layout(rect=(0, 0, 1, 0.96))
+        box = spare[0].get_position()
+        fig.legend(handles, labels, loc="upper left", bbox_to_anchor=(box.x0, box.y1),
+                   ncol=1 + (len(spare) > 1), fontsize="x-small", frameon=False)  # fmt: skip
+    else:
+        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize="small", frameon=False)
+        legend_rows = math.ceil(len(labels) / 3)
+        bottom = min(0.45, (0.45 + 0.17 * legend_rows) / fig.get_figheight())
+        fig.tight_layout(rect=(0, bottom, 1, 0.96))
     return fig
+
+
+def _plot_n_star(ax: Any, table: pd.DataFrame, colours: dict[str, Any]) -> None:
+    """E5 panel: N*(d), with methods not reaching the criterion shown and listed as n/a."""
+    keys = ["d", "kappa", "sigma", "epsilon", "method"]
+    stars = table[table["method"] != "sgd"].groupby(keys, sort=True)
+    stars = stars.agg(n_star=("n_star", "first"), reached=("n_star_reached", "first"),
+                      n_max=("n", "max")).reset_index()  # fmt: skip
+    top = float(table["n"].max()) * 1.6
+    missing = []
+    for (method, sigma, eps, kappa), g in stars.groupby(["method", "sigma", "epsilon", "kappa"]):
+        g = g.sort_values("d")
+        hit = g["reached"].astype(bool).to_numpy()
+        label = f"{_label(method)}, σ={sigma:g}, ε={eps:g}" + (
+            f", κ={kappa:g}" if kappa != 1 else ""
+        )
+        ax.plot(g["d"][hit], g["n_star"][hit], marker="o", color=colours[method], label=label)
+        if (~hit).any():
+            ax.plot(g["d"][~hit], np.full((~hit).sum(), top), ls="none", marker="^", mfc="none",
+                    color=colours[method])  # fmt: skip
+            ds = ", ".join(f"{v:g}" for v in g["d"][~hit])
+            missing.append(f"{_label(method)}: n/a at d = {ds}")
+    d = np.sort(table["d"].unique()).astype(float)
+    n0 = float(table[table["d"] == d[0]]["n"].min())
+    ax.plot(d, n0 * d / d[0], "k--", lw=1, label=r"$\propto d$")
+    ax.plot(d, n0 * (d / d[0]) ** 1.5, "k:", lw=1, label=r"$\propto d^{1.5}$")
+    ax.axhline(top, color="grey", lw=0.5)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("d")
+    ax.set_ylabel(r"$N^*$ (median $\leq 2\times$ non-private)")
+    ax.set_title("N*(d); open triangles: n/a (not reached)")
+    note = "\n".join(missing) if missing else "every method reaches N* at every d"
+    ax.text(0.98, 0.02, note, transform=ax.transAxes, va="bottom", ha="right",
+            fontsize="x-small", bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
+    ax.legend(fontsize="xx-small", loc="center left")
 
 
 def plot_diagnostics(table: pd.DataFrame, *, title: str | None = None) -> Any:

@@ -23,9 +23,11 @@ __all__ = [
     "lemma_3_5_bound",
     "lemma_3_11_bound",
     "lemma_3_11_batch_condition",
+    "lemma_3_11_crossover",
     "lower_bound_rate",
     "ols_expected_excess",
     "theorem_3_2_rate",
+    "theorem_3_7_layout",
     "theorem_3_7_rate",
 ]
 
@@ -219,3 +221,75 @@ def dp_stat_gamma(noise_multiplier, n_queries, beta):
     """
     log_ratio = n_queries * math.log(2.0)
     return noise_multiplier * math.sqrt(2 * log_ratio * math.log(log_ratio / beta))
+
+
+def theorem_3_7_layout(n, *, kappa=1.0, c1=1.0):
+    r"""Theorem 3.7's block layout at N rows: ``(T, s, b)``.
+
+    :math:`T = \lceil c_1\kappa\ln N\rceil`, :math:`b + s = \lfloor N/T\rfloor`,
+    :math:`s = \lfloor (b+s)/11\rfloor` (:math:`s = b/10`), as the estimator uses.
+    """
+    T = max(1, math.ceil(c1 * kappa * math.log(n)))
+    m = int(n) // T
+    s = m // 11
+    return T, s, m - s
+
+
+def lemma_3_11_crossover(
+    *, H_eigenvalues, sigma, noise_multiplier, w_star_H_norm=1.0, c1=1.0, K2=1.0, a=0.5,
+    n_min=1e3, n_max=1e16, per_decade=100,
+):  # fmt: skip
+    r"""Where Theorem 3.7's explicit form (Lemma 3.11) stops being privacy-dominated.
+
+    On a log grid of N (``per_decade`` points per decade) with Theorem 3.7's layout
+    (:func:`theorem_3_7_layout`) and step :math:`\eta = b/(R_x^2 + (b-1)\|H\|)`:
+
+    * ``n_batch``: the smallest N from which on Lemma 3.11's batch condition
+      (:func:`lemma_3_11_batch_condition`) holds;
+    * ``n_privacy``: the smallest N from which on the privacy part of the bound,
+      ``lemma_3_11_bound(alpha) - lemma_3_11_bound(0)``, is at most
+      :math:`\sigma^2 d/N`.
+
+    Returns
+    -------
+    dict
+        ``n_batch``, ``n_privacy`` (``inf`` if not reached below ``n_max``) and the ratio
+        privacy part / (sigma^2 d / N) at ``n_min`` (``ratio_at_n_min``).
+    """
+    lam = _eig(H_eigenvalues)
+    d = lam.size
+    rx2 = lam.sum() + 2 * lam.max()
+    grid = np.logspace(
+        math.log10(n_min), math.log10(n_max), int(per_decade * math.log10(n_max / n_min)) + 1
+    )
+    batch_ok, priv_ok, ratios = [], [], []
+    for n in grid:
+        T, _, b = theorem_3_7_layout(n, kappa=lam.max() / lam.min(), c1=c1)
+        eta = b / (rx2 + (b - 1) * lam.max())
+        kw = dict(H_eigenvalues=lam, sigma=sigma, w_star_H_norm=w_star_H_norm, n=n, T=T, b=b,
+                  eta=eta, c1=c1, K2=K2, a=a)  # fmt: skip
+        part = lemma_3_11_bound(noise_multiplier=noise_multiplier, **kw) - lemma_3_11_bound(
+            noise_multiplier=0.0, **kw
+        )
+        ratio = float(part / (sigma**2 * d / n))
+        ratios.append(ratio)
+        priv_ok.append(ratio <= 1.0)
+        batch_ok.append(
+            lemma_3_11_batch_condition(
+                H_eigenvalues=lam, b=b, eta=eta, noise_multiplier=noise_multiplier, n=n, K2=K2, a=a
+            )
+            >= 1.0
+        )
+
+    def first_from_on(ok: list[bool]) -> float:
+        ok = np.asarray(ok)
+        if not ok[-1]:
+            return math.inf
+        bad = np.flatnonzero(~ok)
+        return float(grid[0] if bad.size == 0 else grid[bad[-1] + 1])
+
+    return {
+        "n_batch": first_from_on(batch_ok),
+        "n_privacy": first_from_on(priv_ok),
+        "ratio_at_n_min": ratios[0],
+    }
