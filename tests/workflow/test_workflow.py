@@ -119,6 +119,16 @@ def test_every_expected_artifact_is_present_and_well_formed(smoke_run, smoke_con
     assert len(manifest) >= len(smoke_config["references"]["datasets"]) + 2
 
 
+def test_job_benchmarks_table_covers_every_chunk_job(smoke_run):
+    table = pd.read_csv(smoke_run / "results" / "benchmarks" / "jobs.csv")
+    row = table.set_index("rule").loc["run_chunk"]
+    chunks = list((smoke_run / "results" / "runs").rglob("chunk~*.parquet"))
+    assert int(row["jobs"]) == len(chunks)
+    assert 0 < row["max_s"] <= row["total_s"]
+    assert row["max_rss_mb"] > 10  # a Python process with numpy holds more than 10 MB
+    assert str(row["largest_job"]) and str(row["slowest_job"])
+
+
 def test_second_run_has_nothing_to_do(smoke_run):
     proc = _snakemake(smoke_run, "--cores", "1", "--dry-run")
     assert "Nothing to be done" in proc.stdout + proc.stderr

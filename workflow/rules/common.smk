@@ -63,7 +63,10 @@ def reference_paths():
 
 def all_targets():
     return (
-        reference_paths() + study_table_paths() + study_figure_paths() + ["results/MANIFEST.sha256"]
+        reference_paths()
+        + study_table_paths()
+        + study_figure_paths()
+        + ["results/MANIFEST.sha256", "results/benchmarks/jobs.csv"]
     )
 
 

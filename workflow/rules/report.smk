@@ -36,3 +36,20 @@ rule paper_claims:
         paper="{paper}",
     script:
         "../scripts/paper_claims.py"
+
+
+rule job_benchmarks:
+    input:
+        chunks=[path for study in config["studies"] for path in chunk_paths(study)],
+    output:
+        report(
+            "results/benchmarks/jobs.csv",
+            caption="../report/job_benchmarks.rst",
+            category="Benchmarks",
+        ),
+    log:
+        "logs/report/job_benchmarks.log",
+    conda:
+        "../envs/dpreg.yaml"
+    script:
+        "../scripts/job_benchmarks.py"

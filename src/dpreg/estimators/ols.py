@@ -20,10 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import statsmodels.api as sm
 from scipy.linalg import solve_triangular
-from statsmodels.sandbox.regression.gmm import IV2SLS
-from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from dpreg._validation import check_matrix, check_regression, check_trials, check_vector
 from dpreg.estimators.registry import register
@@ -123,6 +120,10 @@ def ols_reference(X: Any, y: Any) -> OLSReference:
     :math:`\hat\theta = \arg\min_\theta \|y - X\theta\|_2^2` (Lev et al. 2026, §1,
     the :math:`\theta^*` every DP estimator is compared with).
     """
+    # statsmodels is imported here, not at module level: it costs ~0.5 s per workflow job
+    import statsmodels.api as sm
+    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
     X, y = check_regression(X, y, require_full_rank=False)
     n, d = X.shape
     with warnings.catch_warnings():
@@ -313,6 +314,8 @@ def two_sls_reference(y: Any, X: Any, Z: Any, W: Any | None = None) -> TwoSLSRef
     linearmodels (``debiased=False``) divides by :math:`n` instead, a factor
     :math:`n/(n-p-r)` in variance.
     """
+    from statsmodels.sandbox.regression.gmm import IV2SLS  # lazy: see ols_reference
+
     y_arr, D, M, X_arr = _check_iv(y, X, Z, W)
     n, p = X_arr.shape
     k = D.shape[1]

@@ -1,0 +1,18 @@
+"""Per-rule wall time and peak memory of this run's chunk jobs (their benchmark files)."""
+
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+
+from pathlib import Path  # noqa: E402
+
+from dpreg.benchmarks import job_benchmark_table  # noqa: E402
+from dpreg.io import write_csv  # noqa: E402
+
+# run_chunk writes benchmarks/runs/<study>/<cell>/chunk~NNN.tsv beside results/runs/...
+tsvs = [
+    Path("benchmarks", *Path(chunk).with_suffix(".tsv").parts[1:])
+    for chunk in snakemake.input.chunks  # noqa: F821
+]
+table = job_benchmark_table({"run_chunk": [p for p in tsvs if p.is_file()]})
+write_csv(table, snakemake.output[0])  # noqa: F821
