@@ -67,7 +67,15 @@ def all_targets():
         + study_table_paths()
         + study_figure_paths()
         + ["results/MANIFEST.sha256", "results/benchmarks/jobs.csv"]
+        + estimator_benchmark_paths()
     )
+
+
+def estimator_benchmark_paths():
+    """The committed estimator benchmark table, copied into the report when present."""
+    if os.path.exists("benchmarks/results/estimators.csv"):
+        return ["results/benchmarks/estimators.csv"]
+    return []
 
 
 def data_mirror():

@@ -53,3 +53,20 @@ rule job_benchmarks:
         "../envs/dpreg.yaml"
     script:
         "../scripts/job_benchmarks.py"
+
+
+rule estimator_benchmarks:
+    input:
+        "benchmarks/results/estimators.csv",
+    output:
+        report(
+            "results/benchmarks/estimators.csv",
+            caption="../report/estimator_benchmarks.rst",
+            category="Benchmarks",
+        ),
+    log:
+        "logs/report/estimator_benchmarks.log",
+    conda:
+        "../envs/dpreg.yaml"
+    shell:
+        "cp {input} {output} 2> {log}"
