@@ -60,6 +60,7 @@ def test_fast_and_rows_kernels_give_the_same_path(clip, monkeypatch):
     import dpreg.estimators.dpgd as mod
 
     monkeypatch.setattr(mod, "_FAST_BLOCK_ELEMENTS", 300)  # several row blocks
+    monkeypatch.setattr(mod, "_FAST_MIN_ROWS", 1)
     X, y = _gaussian(n=500)
     kw = dict(trials=6, T=25, step=0.25, clip=clip, noise_std=0.4)
     a, fa = dp_gd_path(X, y, rng=np.random.default_rng(3), **kw)
@@ -153,3 +154,67 @@ def test_bad_new_options():
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         fit_dp_gd(Xn, y, **base)
+
+
+@pytest.mark.parametrize("mode", ["gradient", "residual"])
+def test_certified_and_clean_blocks_equal_the_definition(mode, monkeypatch):
+    """Parameters near OLS: most pairs certified or in clean blocks, results unchanged."""
+    import dpreg.estimators.dpgd as mod
+
+    monkeypatch.setattr(mod, "_FAST_BLOCK_ELEMENTS", 64)  # many small row blocks
+    monkeypatch.setattr(mod, "_FAST_MIN_ROWS", 1)
+    X, y = _gaussian(n=400, p=3, seed=4)
+    X[7] = 0.0
+    y[7] = 9.0  # a zero row whose residual exceeds the residual clip
+    ols = np.linalg.lstsq(X, y, rcond=None)[0]
+    rng = np.random.default_rng(2)
+    spread = np.array([0.0, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0, 0.05, 0.2, 2.0, 0.5])
+    kernel = ClippedGradientKernel(X, y, 4.0, clip_mode=mode)
+    for scale in (1.0, 0.3):
+        theta = ols[:, None] + rng.standard_normal((3, spread.size)) * spread * scale
+        g, frac = kernel(theta)
+        g_ref, frac_ref = _loop_gradient(X, y, theta, 4.0, mode)
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(frac, frac_ref)
+        assert frac.min() < frac.max()
+    pairs = kernel.pairs
+    assert sum(pairs.values()) == 2 * X.shape[0] * spread.size
+    assert min(pairs.values()) > 0  # every branch exercised
+
+
+def test_per_trial_streams_do_not_depend_on_batching():
+    X, y = _gaussian(n=300)
+    kw = dict(
+        budget=ZCDP(0.05), T=30, step=0.25, clip=2.0, bound_X=None, bound_y=None,
+        return_path=True,
+    )  # fmt: skip
+    seeds = [[7, k] for k in range(5)]
+
+    def streams(ks):
+        return [np.random.default_rng(seeds[k]) for k in ks]
+
+    both = fit_dp_gd(X, y, rng=streams(range(5)), trials=5, kernel="fast", **kw)
+    first = fit_dp_gd(X, y, rng=streams(range(2)), trials=2, kernel="fast", **kw)
+    rest = fit_dp_gd(X, y, rng=streams(range(2, 5)), trials=3, kernel="rows", **kw)
+    np.testing.assert_allclose(both.path, np.concatenate([first.path, rest.path]), atol=1e-12)
+    clip = both.diagnostics["clip_fraction"]
+    parts = [first.diagnostics["clip_fraction"], rest.diagnostics["clip_fraction"]]
+    np.testing.assert_array_equal(clip, np.concatenate(parts))
+    assert clip.max() > 0
+    # a run's noise is its stream read in order: the first step uses rng.standard_normal(d)
+    lam = both.diagnostics["noise_std"]
+    z0 = np.random.default_rng(seeds[3]).standard_normal(X.shape[1])
+    g0, _ = ClippedGradientKernel(X, y, 2.0)(np.zeros((X.shape[1], 1)))
+    np.testing.assert_allclose(both.path[3, 1], 0.25 * (lam * z0 - g0[:, 0]), atol=1e-13)
+
+
+def test_bad_streams():
+    X, y = _gaussian()
+    base = dict(budget=ZCDP(0.1), bound_X=None, bound_y=None)
+    gens = [np.random.default_rng(k) for k in range(3)]
+    with pytest.raises(ValueError, match="one Generator per trial"):
+        fit_dp_gd(X, y, rng=gens, trials=2, **base)
+    with pytest.raises(TypeError, match="Generator"):
+        fit_dp_gd(X, y, rng=[gens[0], 3], trials=2, **base)
+    with pytest.raises(TypeError, match="Generator"):
+        fit_dp_gd(X, y, rng=[], trials=1, **base)

@@ -144,3 +144,59 @@ def test_bad_cells(kind, cell, match):
 def test_unknown_key():
     with pytest.raises(ValueError, match="unknown key"):
         get_kind("brown_ci").check_keys("s", {"n", "p", "total_steps", "gamma"})
+
+
+def test_ci_runs_do_not_depend_on_the_trial_split():
+    """A trial's noise is keyed by its global index: one call of 6 = calls of 2 and 4."""
+    cell = dict(n=400, p=3, total_steps=250, data_seed=3, step=0.25, conversion="tight")
+    run = get_kind("brown_ci").run
+    whole = run(cell, trials=6, first_trial=4, seed=9, data=None)
+    parts = pd.concat(
+        [
+            run(cell, trials=2, first_trial=4, seed=9, data=None),
+            run(cell, trials=4, first_trial=6, seed=9, data=None),
+        ]
+    )
+    key = ["method", "trial"]
+    whole = whole.drop(columns="wall_time_s").sort_values(key, ignore_index=True)
+    parts = parts.drop(columns="wall_time_s").sort_values(key, ignore_index=True)
+    pd.testing.assert_frame_equal(whole, parts, rtol=1e-9, atol=1e-12)
+    other = run(cell, trials=6, first_trial=0, seed=9, data=None)  # trials 0..5: others
+    assert not np.allclose(other.sort_values(key)["length_0"], whole["length_0"])
+
+
+def test_ci_theory_columns():
+    """The table carries the exact no-clipping expected length of every construction."""
+    # the noise scales with gamma: a large gamma and a large budget make clipping vanish
+    cell = dict(n=1500, p=3, total_steps=400, data_seed=1, step=0.25, rho=100.0, clip_scale=50.0)
+    runs, table = _run("brown_ci", [cell], 40)
+    assert (runs["clip_fraction"] == 0).all()
+    assert table["length_theory"].notna().all()
+    assert (table["length_theory"] < table["length_theory_rms"]).all()
+    # 40 runs x 3 coordinates: the observed mean length is within 4.5 SE of the theory
+    gap = (table["length"] - table["length_theory"]).abs()
+    assert (gap < 4.5 * table["length_se"]).all(), table[["method", "length", "length_theory"]]
+
+
+def test_width_theory_claim_flags_a_gap():
+    rows = {
+        "total_steps": [200, 400],
+        "method": ["batched_means"] * 2,
+        "coverage": [0.95] * 2,
+        "coverage_se": [0.01] * 2,
+        "coverage_se_nominal": [0.007] * 2,
+        "huber_coverage": [0.95] * 2,
+        "nominal": [0.95] * 2,
+        "runs": [100] * 2,
+        "length": [1.0, 1.0],
+        "length_se": [0.01, 0.01],
+        "length_theory": [1.02, 1.05],  # 2 and 5 SE away
+        "clip_fraction": [0.0, 0.001],
+    }
+    claims = check_claims("brown2024", {"b": pd.DataFrame(rows)})["claims"]
+    row = claims[claims["claim"].str.contains("no-clipping expectation")]
+    assert row["passed"].tolist() == ["NO"] and row["value"].iloc[0] == pytest.approx(5.0)
+    rows["clip_fraction"] = [0.0, 0.05]  # the 5 SE gap is at 5% clipping: not tested
+    claims = check_claims("brown2024", {"b": pd.DataFrame(rows)})["claims"]
+    row = claims[claims["claim"].str.contains("no-clipping expectation")]
+    assert row["passed"].tolist() == ["yes"] and row["value"].iloc[0] == pytest.approx(2.0)

@@ -24,6 +24,7 @@ The module is layered as the project's conventions ask:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -46,7 +47,10 @@ from dpreg.results import Fit
 
 CLIP_MODES = ("gradient", "residual")
 _BLOCK_ELEMENTS = 2**19
-_FAST_BLOCK_ELEMENTS = 2**16
+_FAST_BLOCK_ELEMENTS = 2**17  # rows x parameters per block of the fast kernel
+_FAST_MIN_ROWS = 256
+_CERTIFY_SLACK = 1e-9
+_NOISE_BLOCK_ELEMENTS = 2**18
 NEIGHBOURS = ("replace_one", "zero_out")
 KERNELS = ("rows", "fast")
 
@@ -138,25 +142,39 @@ def clipped_mean_gradient(
 class ClippedGradientKernel:
     r"""Precomputed fast evaluation of :func:`clipped_mean_gradient` for many parameters.
 
-    The same quantity as :func:`clipped_mean_gradient` (up to floating-point rounding),
-    rearranged so each step costs one ``(n, d+1) @ (d+1, trials)`` product, one clip
-    and one ``(d, n) @ (n, trials)`` product, with no ``(n, trials)`` temporaries
-    beyond a cache-sized row block (``kernel="fast"`` of :func:`dp_gd_path`).
+    The same quantity as :func:`clipped_mean_gradient` (up to floating-point rounding;
+    clip counts exact), rearranged for speed (``kernel="fast"`` of :func:`dp_gd_path`).
 
-    With :math:`r_i = y_i - x_i^\top\theta` and the per-row residual threshold
-    :math:`B_i = C/\|x_i\|` (gradient clipping: :math:`\|g_i\| = \|x_i\||r_i| > C`
-    iff :math:`|r_i| > B_i`) or :math:`B_i = C` (residual clipping), the clipped
+    *Scaled residuals.* With :math:`r_i = y_i - x_i^\top\theta` and the per-row residual
+    threshold :math:`B_i = C/\|x_i\|` (gradient clipping: :math:`\|g_i\| = \|x_i\||r_i|
+    > C` iff :math:`|r_i| > B_i`) or :math:`B_i = C` (residual clipping), the clipped
     per-example gradient is :math:`-x_i B_i\,\mathrm{clip}_{[-1,1]}(u_i)` with
-    :math:`u_i = r_i/B_i = y_i/B_i - (x_i/B_i)^\top\theta`. Precomputing
-    :math:`A = [X/B,\ y/B]` and :math:`(X B)^\top` turns the residuals into one
-    matrix product with :math:`[\theta; -1]`; row ``i`` is clipped iff :math:`|u_i| > 1`,
-    which is counted exactly. Rows with :math:`x_i = 0` have zero gradient and are
-    never clipped (their rows of ``A`` and ``XB`` are zero).
+    :math:`u_i = r_i/B_i`. Precomputing :math:`A = [X/B,\ y/B]` and :math:`(XB)^\top`
+    turns the residuals of a row block into one product with :math:`[\theta; -1]`; row
+    ``i`` is clipped iff :math:`|u_i| > 1` (counted exactly) and a second product gives
+    the block's gradient. Rows with :math:`x_i = 0` have zero gradient and are never
+    clipped.
 
-    With ``clip = inf`` no gradient is clipped, so the averaged gradient is exactly
-    :math:`\hat\Sigma\theta - X^\top y/n` with :math:`\hat\Sigma = X^\top X/n`
-    (precomputed): :math:`O(d^2)` per parameter instead of :math:`O(nd)`. This
-    identity is used only when ``clip`` is infinite, where it is provably equal.
+    *Certified rows skip both products.* For a reference point :math:`\theta_{\rm ref}`
+    (OLS) with residuals :math:`r^{\rm ref}_i`,
+    :math:`|r_i(\theta)| \le |r^{\rm ref}_i| + \|x_i\|\,\|\theta - \theta_{\rm ref}\|`, so
+    row i cannot be clipped at :math:`\theta` when :math:`\|\theta - \theta_{\rm ref}\|
+    \le \tau_i = (B_i - |r^{\rm ref}_i|)/\|x_i\|` (with a relative slack of
+    :math:`10^{-9}` against rounding). For such (row, parameter) pairs the clipped
+    gradient equals the plain one, whose block sum is the block Gram product
+    :math:`[X_b^\top X_b,\ X_b^\top y_b]\,[\theta; -1]` (:math:`O(d^2)`). Rows are
+    sorted by :math:`\tau_i` (descending) and parameters by their distance to
+    :math:`\theta_{\rm ref}`, so in every row block the certified parameters are a
+    prefix and their Gram products over consecutive blocks are prefix sums. Only the
+    remaining pairs go through the two products; blocks where none of them is clipped
+    use the Gram product too.
+
+    With ``clip = inf`` the averaged gradient is exactly
+    :math:`\hat\Sigma\theta - X^\top y/n` (precomputed): :math:`O(d^2)` per parameter.
+
+    ``pairs`` counts the (row, parameter) pairs handled so far by the certificate
+    (``"certified"``), by the Gram product of a block without clipping (``"gram"``) and
+    by the two products (``"dense"``).
 
     Parameters
     ----------
@@ -177,40 +195,122 @@ class ClippedGradientKernel:
             self.gram = (X.T @ X) / n
             self.moment = (X.T @ y) / n
             return
+        norms = np.linalg.norm(X, axis=1)
+        zero = norms == 0.0
         if clip_mode == "gradient":
-            norms = np.linalg.norm(X, axis=1)
-            zero = norms == 0.0
-            inv_B = np.where(zero, 0.0, norms / clip)  # 1 / B_i
+            # residual threshold; rows x_i = 0 have zero gradient and never clip
             B = np.where(zero, 0.0, clip / np.where(zero, 1.0, norms))
+            inv_B = np.where(zero, 0.0, norms / clip)
         else:
-            inv_B = np.full(n, 1.0 / clip)
             B = np.full(n, float(clip))
+            inv_B = np.full(n, 1.0 / clip)
+        # certificate radii tau_i (rows that cannot clip within tau_i of theta_ref)
+        self.theta_ref = np.linalg.lstsq(X, y, rcond=None)[0]
+        ref_norm = float(np.linalg.norm(self.theta_ref))
+        r_ref = np.abs(y - X @ self.theta_ref)
+        slack = _CERTIFY_SLACK * (np.abs(y) + norms * ref_norm + B)
+        margin = B - r_ref - slack
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tau = margin / norms
+        # a zero row's residual is y_i whatever theta: never clipped (gradient mode: its
+        # gradient is 0) or clipped for every theta (residual mode with |y_i| > C)
+        never = zero & ((clip_mode == "gradient") | (margin > 0.0))
+        tau = np.where(never, math.inf, np.where(zero, -math.inf, tau))
+        order = np.argsort(-tau, kind="stable")
+        self.tau = tau[order]
+        Xs, ys, Bs, inv_Bs = X[order], y[order], B[order], inv_B[order]
         self.A = np.empty((n, d + 1))
-        np.multiply(X, inv_B[:, None], out=self.A[:, :d])
-        self.A[:, d] = y * inv_B
-        self.XB_T = np.ascontiguousarray((X * B[:, None]).T)
+        np.multiply(Xs, inv_Bs[:, None], out=self.A[:, :d])
+        self.A[:, d] = ys * inv_Bs
+        self.XB_T = np.ascontiguousarray((Xs * Bs[:, None]).T)
+        self._layouts: dict[int, _BlockLayout] = {}
+        self.pairs = {"certified": 0, "gram": 0, "dense": 0}  # (row, parameter) pairs
+
+    def _layout(self, trials: int) -> _BlockLayout:
+        layout = self._layouts.get(trials)
+        if layout is None:
+            layout = _BlockLayout(self, trials)
+            self._layouts[trials] = layout
+        return layout
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(grad (d, trials), clip_fraction (trials,))`` at ``theta (d, trials)``."""
         d, trials = theta.shape
         if math.isinf(self.clip):
             return self.gram @ theta - self.moment[:, None], np.zeros(trials)
+        lay = self._layout(trials)
+        dist = np.linalg.norm(theta - self.theta_ref[:, None], axis=0)
+        dist += _CERTIFY_SLACK * (np.linalg.norm(theta, axis=0) + np.linalg.norm(self.theta_ref))
+        order = np.argsort(dist, kind="stable")
         ext = np.empty((d + 1, trials))
-        ext[:d] = theta
+        np.take(theta, order, axis=1, out=ext[:d])
         ext[d] = -1.0
-        grad = np.zeros((d, trials))
+        # first[k]: parameters 0..first[k]-1 (sorted) are certified in row block k
+        first = np.searchsorted(dist[order], lay.tau_min, side="right")
+        # parameter j is certified in blocks 0..cert[j]-1 (first is non-increasing)
+        cert = np.cumsum(np.bincount(first, minlength=trials + 1)[::-1])[::-1][1:]
+        grad = np.einsum("jab,bj->aj", lay.gram_prefix[cert], ext)
         count = np.zeros(trials, dtype=np.int64)
-        block = max(1, _FAST_BLOCK_ELEMENTS // max(trials, 1))
-        for start in range(0, self.n, block):
-            stop = min(start + block, self.n)
-            U = self.A[start:stop] @ ext  # -u_i (rows, trials)
-            W = np.clip(U, -1.0, 1.0)
-            clipped = W != U
-            if clipped.any():
-                count += np.count_nonzero(clipped, axis=0)
-            grad += self.XB_T[:, start:stop] @ W  # sum_i x_i B_i clip(-u_i)
-        grad /= self.n
-        return grad, count / self.n
+        flags = lay.flags
+        flags[:] = False
+        pairs = self.pairs
+        for k, (start, stop) in enumerate(lay.spans):
+            lo = int(first[k])
+            pairs["certified"] += (stop - start) * lo
+            if lo >= trials:
+                continue
+            rows, width = stop - start, trials - lo
+            part = ext[:, lo:]
+            U = np.matmul(self.A[start:stop], part, out=lay.u[: rows * width].reshape(rows, width))
+            W = np.clip(U, -1.0, 1.0, out=lay.w[: rows * width].reshape(rows, width))
+            np.not_equal(U, W, out=flags[:rows, :width])
+            if not flags[:rows].any():
+                grad[:, lo:] += lay.gram[k] @ part
+                pairs["gram"] += rows * width
+                continue
+            pairs["dense"] += rows * width
+            count[lo:] += _column_counts(lay.lanes, rows)[:width]
+            grad[:, lo:] += self.XB_T[:, start:stop] @ W
+        out_grad = np.empty_like(grad)
+        out_grad[:, order] = grad
+        out_count = np.empty(trials, dtype=np.int64)
+        out_count[order] = count
+        out_grad /= self.n
+        return out_grad, out_count / self.n
+
+
+def _column_counts(lanes: np.ndarray, rows: int) -> np.ndarray:
+    """Column sums of the first ``rows`` rows of 0/1 bytes viewed as ``uint64`` lanes.
+
+    Rows are padded with zeros to a multiple of 128 (``lanes`` must have that many rows)
+    and split into 128 groups; adding the groups lane by lane sums at most 128 bytes in
+    every byte, so nothing carries and the bytes of the sums are partial column counts.
+    Both reductions run over long contiguous rows.
+    """
+    padded = -(-rows // 128) * 128
+    width = lanes.shape[1]
+    lanes[rows:padded] = 0
+    part = np.add.reduce(lanes[:padded].reshape(128, (padded // 128) * width), axis=0)
+    return part.reshape(padded // 128, width).view(np.uint8).sum(axis=0, dtype=np.int64)
+
+
+class _BlockLayout:
+    """Row blocks, block Gram matrices and work buffers of a kernel for ``trials`` columns."""
+
+    def __init__(self, kernel: ClippedGradientKernel, trials: int) -> None:
+        n, d = kernel.n, kernel.d
+        rows = max(_FAST_MIN_ROWS, _FAST_BLOCK_ELEMENTS // max(trials, 1))
+        self.spans = [(s, min(s + rows, n)) for s in range(0, n, rows)]
+        self.tau_min = np.array([kernel.tau[stop - 1] for _, stop in self.spans])
+        # Gram blocks [X_b' X_b, X_b' y_b] = (XB)_b' A_b, and prefix sums over blocks
+        self.gram = np.stack([kernel.XB_T[:, s:e] @ kernel.A[s:e] for s, e in self.spans])
+        self.gram_prefix = np.zeros((len(self.spans) + 1, d, d + 1))
+        np.cumsum(self.gram, axis=0, out=self.gram_prefix[1:])
+        self.u = np.empty(rows * trials)
+        self.w = np.empty(rows * trials)
+        padded = -(-trials // 8) * 8  # byte rows of whole uint64 lanes
+        self.flags = np.zeros((-(-rows // 128) * 128, padded), dtype=bool)
+        self.lanes = self.flags.view(np.uint64)
 
 
 def dp_gd_sensitivity(
@@ -280,11 +380,35 @@ def dp_gd_noise_std(rho: float, T: int, sensitivity: float) -> float:
     return sigma
 
 
+def _noise_source(
+    rng: np.random.Generator | Sequence[np.random.Generator], trials: int, d: int, T: int
+) -> Callable[[int], np.ndarray]:
+    """``noise(t) -> (trials, d)`` standard normals of step t (called for t = 0, 1, ...)."""
+    if isinstance(rng, np.random.Generator):
+        return lambda t: rng.standard_normal((trials, d))
+    streams = list(rng)
+    steps = max(1, min(T, _NOISE_BLOCK_ELEMENTS // max(trials * d, 1)))
+    buffer = np.empty((trials, steps, d))
+    state = {"start": -steps}
+
+    def noise(t: int) -> np.ndarray:
+        offset = t - state["start"]
+        if offset >= steps:
+            state["start"] = t
+            count = min(steps, T - t)
+            for j, stream in enumerate(streams):
+                stream.standard_normal(out=buffer[j, :count])
+            offset = 0
+        return buffer[:, offset]
+
+    return noise
+
+
 def dp_gd_path(
     X: np.ndarray,
     y: np.ndarray,
     *,
-    rng: np.random.Generator,
+    rng: np.random.Generator | Sequence[np.random.Generator],
     trials: int,
     T: int,
     step: float,
@@ -315,10 +439,14 @@ def dp_gd_path(
     ----------
     X : ndarray, shape (n, d)
     y : ndarray, shape (n,)
-    rng : numpy.random.Generator
-        Draw order: one ``(trials, d)`` standard-normal block per step (none when
+    rng : numpy.random.Generator or sequence of Generators
+        One Generator: one ``(trials, d)`` standard-normal block per step (none when
         ``noise_std == 0``), so runs with the same seed share their noise whatever the
-        clipping (the coupling of Brown et al., Lemma 2.2).
+        clipping (the coupling of Brown et al., Lemma 2.2). A sequence of ``trials``
+        Generators: one independent stream per run, run ``j`` reading its noise
+        :math:`z_0, z_1, \dots` (each of shape ``(d,)``) in order from ``rng[j]``, so a
+        run's path does not depend on which other runs are vectorised with it (the same
+        stream gives the same run in any batch, up to floating-point rounding).
     trials : int
         Independent runs, vectorised as the columns of a ``(d, trials)`` parameter
         matrix: each step is two ``(n, d) @ (d, trials)``-sized products.
@@ -371,17 +499,30 @@ def dp_gd_path(
     if path is not None:
         path[:, 0, :] = theta.T
     clip_fraction = np.empty((trials, T))
+    noise = _noise_source(rng, trials, d, T) if noise_std > 0.0 else None
     for t in range(T):
         grad, frac = gradient(theta)
         clip_fraction[:, t] = frac
         theta = theta - step * grad
-        if noise_std > 0.0:
-            theta += (step * noise_std) * rng.standard_normal((trials, d)).T
+        if noise is not None:
+            theta += (step * noise_std) * noise(t).T
         if path is not None:
             path[:, t + 1, :] = theta.T
     if path is not None:
         return path, clip_fraction
     return np.ascontiguousarray(theta.T), clip_fraction
+
+
+def _check_streams(rng: object) -> list[np.random.Generator] | None:
+    """``None`` for a single Generator; the list for a sequence of Generators."""
+    if isinstance(rng, np.random.Generator) or not isinstance(rng, list | tuple):
+        return None
+    streams = list(rng)
+    if not streams or not all(isinstance(g, np.random.Generator) for g in streams):
+        raise TypeError(
+            "rng must be a numpy.random.Generator or a non-empty list of Generators (one per trial)"
+        )
+    return streams
 
 
 @register("dp_gd")
@@ -390,7 +531,7 @@ def fit_dp_gd(
     y: np.ndarray,
     *,
     budget: ApproxDP | ZCDP,
-    rng: np.random.Generator,
+    rng: np.random.Generator | Sequence[np.random.Generator],
     trials: int = 1,
     bound_X: float | None = 1.0,
     bound_y: float | None = 1.0,
@@ -422,8 +563,10 @@ def fit_dp_gd(
         Total budget of one run (all T steps). A ``ZCDP`` budget is used as is; an
         ``ApproxDP`` one is converted to :math:`\rho` = ``eps_to_zcdp(epsilon, delta,
         method=conversion)``. Infinite budgets give noiseless (plain, clipped) GD.
-    rng : numpy.random.Generator
-        Source of all noise (see :func:`dp_gd_path` for the draw order).
+    rng : numpy.random.Generator or sequence of Generators
+        Source of all noise (see :func:`dp_gd_path` for the draw order). A sequence of
+        ``trials`` Generators gives every trial its own stream, so a trial's result does
+        not depend on how trials are batched.
     trials : int, default 1
         Independent runs, vectorised.
     bound_X, bound_y : float or None, default 1.0
@@ -518,6 +661,9 @@ def fit_dp_gd(
        extensions, and lower bounds", TCC 2016, Props. 1.3 and 1.6, Lemma 2.3.
     """
     check_budget(budget, (ZCDP, ApproxDP))
+    streams = _check_streams(rng)
+    if streams is not None:
+        rng = streams[0]  # the checks below need one Generator
     if bound_X is None and clip_mode == "residual":
         raise ValueError(
             "bound_X=None is only allowed with clip_mode='gradient': residual clipping"
@@ -534,6 +680,13 @@ def fit_dp_gd(
         X, y, trials, rng = check_bounded_design(
             X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
         )
+    if streams is not None:
+        if len(streams) != trials:
+            raise ValueError(
+                f"rng is a sequence of {len(streams)} Generators but trials={trials}; pass"
+                " one Generator per trial (or a single Generator)"
+            )
+        rng = streams
     if isinstance(T, bool) or not isinstance(T, int | np.integer) or T < 1:
         raise ValueError(f"T must be a positive integer (number of steps); got {T!r}")
     T = int(T)

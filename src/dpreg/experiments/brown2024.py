@@ -50,6 +50,7 @@ from dpreg.inference.coverage import coverage_summary
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 from dpreg.privacy.conversions import zcdp_to_eps
 from dpreg.theory import dpgd as theory
+from dpreg.theory.dpgd_ci import ci_half_width_theory
 
 __all__ = [
     "BIAS_VARIANCE",
@@ -507,6 +508,22 @@ def _tagged(figure: str):
 # ------------------------------------------------------------ Figs. 5/6 and 10/11
 
 
+def _trial_streams(
+    seed: int, tag: int, trials: int, first_trial: int, runs: int = 1
+) -> list[np.random.Generator]:
+    """One Generator per (trial, run), keyed ``[seed, tag, trial, run]`` (fixed length).
+
+    Keys use the global trial index, so a trial draws the same noise however the trials
+    are split into chunks or blocks (``numpy.random.SeedSequence`` drops trailing zero
+    words, so keys of one length keep the streams apart).
+    """
+    return [
+        np.random.default_rng([seed, tag, k, r])
+        for k in range(first_trial, first_trial + trials)
+        for r in range(runs)
+    ]
+
+
 def run_ci(
     cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
 ) -> pd.DataFrame:
@@ -515,10 +532,15 @@ def run_ci(
     One data set (``data_seed``; the target :math:`\hat\theta` is its empirical
     minimiser, notes §5.1). The budget ``rho`` covers all N noisy steps of a
     construction. Checkpoints and batched means are computed from the same single runs
-    (``default_rng([seed, 0])``); independent runs use m runs of N/m steps
-    (``default_rng([seed, 1])``) and are skipped when ``N/m <= burn_in`` (App. B).
+    (trial k draws its noise from ``default_rng([seed, 2, k, 0])``); independent runs
+    use m runs of N/m steps (run r of trial k: ``default_rng([seed, 3, k, r])``) and are
+    skipped when ``N/m <= burn_in`` (App. B). Streams are keyed by the global trial
+    index, so any split of the trials into calls gives the same runs.
+
     One row per (trial, method) with per-coordinate coverage of :math:`\hat\theta`
-    and of the Huber target :math:`\hat\theta_\gamma`, and lengths.
+    and of the Huber target :math:`\hat\theta_\gamma`, lengths, and the exact expected
+    length without clipping (:func:`dpreg.theory.dpgd_ci.ci_half_width_theory`:
+    ``length_theory_j`` = 2 t E[s]/sqrt(m), ``length_theory_rms_j`` = 2 t sqrt(E[s^2]/m)).
     """
     del data
     X, y, _ = _fixed_data(cell)
@@ -527,6 +549,8 @@ def run_ci(
     m = int(cell.get("m", 10))
     burn_in = int(cell.get("burn_in", 20))
     alpha = float(cell.get("alpha", 0.05))
+    step = float(cell.get("step", 0.2))
+    run_estimate = cell.get("run_estimate", "post_burn_in_mean")
     methods = _as_list(cell.get("methods", list(CI_METHODS)))
     gamma = float(cell.get("clip_scale", 5.0)) * math.sqrt(p)
     ols = _ols(X, y)
@@ -536,7 +560,13 @@ def run_ci(
     if {"checkpoints", "batched_means"} & set(methods):
         start = time.perf_counter()
         fit = _dpgd(
-            X, y, cell, rng=np.random.default_rng([seed, 0]), trials=trials, T=N, return_path=True
+            X,
+            y,
+            cell,
+            rng=_trial_streams(seed, 2, trials, first_trial),
+            trials=trials,
+            T=N,
+            return_path=True,
         )
         wall = time.perf_counter() - start
         clip = fit.diagnostics["clip_fraction"].mean(axis=1)
@@ -551,7 +581,7 @@ def run_ci(
             X,
             y,
             cell,
-            rng=np.random.default_rng([seed, 1]),
+            rng=_trial_streams(seed, 3, trials, first_trial, runs=m),
             trials=trials * m,
             T=T,
             return_path=True,
@@ -559,50 +589,72 @@ def run_ci(
         )
         wall = time.perf_counter() - start
         paths = fit.path.reshape(trials, m, T + 1, p)
-        ci = intervals_from_runs(
-            paths,
-            burn_in=burn_in,
-            alpha=alpha,
-            run_estimate=cell.get("run_estimate", "post_burn_in_mean"),
-        )
+        ci = intervals_from_runs(paths, burn_in=burn_in, alpha=alpha, run_estimate=run_estimate)
         clip = fit.diagnostics["clip_fraction"].reshape(trials, m * T).mean(axis=1)
         results.append(("independent_runs", ci, clip, fit.diagnostics["noise_std"], wall))
     frames = []
     for method, ci, clip, noise_std, wall in results:
-        frame = pd.DataFrame({"trial": np.arange(first_trial, first_trial + trials)})
-        frame["method"] = method
-        frame["total_steps"] = N
-        frame["m"] = m
-        frame["burn_in"] = burn_in
-        frame["alpha"] = alpha
-        frame["n"] = X.shape[0]
-        frame["p"] = p
-        frame["clip"] = gamma
-        frame["noise_std"] = noise_std
-        frame["clip_fraction"] = clip
+        expected = ci_half_width_theory(
+            X,
+            y,
+            method=method,
+            total_steps=N,
+            step=step,
+            noise_std=noise_std,
+            m=m,
+            burn_in=burn_in,
+            alpha=alpha,
+            run_estimate=run_estimate,
+        )
         cov_hat, cov_huber, length = ci.covers(ols), ci.covers(huber), ci.length
+        columns: dict[str, Any] = {
+            "trial": np.arange(first_trial, first_trial + trials),
+            "method": method,
+            "total_steps": N,
+            "m": m,
+            "burn_in": burn_in,
+            "alpha": alpha,
+            "n": X.shape[0],
+            "p": p,
+            "clip": gamma,
+            "noise_std": noise_std,
+            "clip_fraction": clip,
+        }
         for j in range(p):
-            frame[f"covered_hat_{j}"] = cov_hat[:, j]
-            frame[f"covered_huber_{j}"] = cov_huber[:, j]
-            frame[f"length_{j}"] = length[:, j]
-            frame[f"ols_length_{j}"] = 2.0 * ols_half[j]
-        frame["huber_minus_ols"] = float(np.linalg.norm(huber - ols))
-        frame["wall_time_s"] = wall / trials
+            columns[f"covered_hat_{j}"] = cov_hat[:, j]
+            columns[f"covered_huber_{j}"] = cov_huber[:, j]
+            columns[f"length_{j}"] = length[:, j]
+            columns[f"ols_length_{j}"] = 2.0 * ols_half[j]
+            columns[f"length_theory_{j}"] = 2.0 * expected.expected[j]
+            columns[f"length_theory_rms_{j}"] = 2.0 * expected.rms[j]
+        columns["huber_minus_ols"] = float(np.linalg.norm(huber - ols))
+        columns["wall_time_s"] = wall / trials
+        frame = pd.DataFrame(columns)
         frames.append(frame)
     if not frames:
         raise ValueError(f"no CI method applies at total_steps={N} (methods {methods})")
     return _common_rows(pd.concat(frames, ignore_index=True), cell, seed)
 
 
+def _first_mean(g: pd.DataFrame, prefix: str, p: int) -> float:
+    cols = [f"{prefix}_{j}" for j in range(p)]
+    if not set(cols) <= set(g.columns):
+        return math.nan
+    return float(g[cols].iloc[0].to_numpy().mean())
+
+
 def summarise_ci(runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()) -> pd.DataFrame:
-    """Per (N, method): coverage of theta_hat and of the Huber target, lengths.
+    r"""Per (N, method): coverage of theta_hat and of the Huber target, lengths.
 
     Coverage: ``coverage`` (mean over runs and coordinates), ``coverage_low`` /
     ``coverage_high`` (2.5/97.5 percentiles across coordinates, Fig. 5's error bars),
     ``coverage_se`` (from per-run averages) and ``coverage_se_nominal``; the same with
-    ``huber_`` prefix. Length: mean, 2.5/97.5 percentiles across coordinates of the
-    per-coordinate mean length (Fig. 6), and ``ols_length`` (mean over coordinates of
-    the non-private OLS interval, Fig. 6's dashed line).
+    ``huber_`` prefix. Length: mean, ``length_se`` (from per-run averages), 2.5/97.5
+    percentiles across coordinates of the per-coordinate mean length (Fig. 6),
+    ``ols_length`` (mean over coordinates of the non-private OLS interval, Fig. 6's
+    dashed line), and the exact no-clipping expectation ``length_theory``
+    (:math:`2t\,E[s]/\sqrt m` averaged over coordinates) and ``length_theory_rms``
+    (:math:`2t\sqrt{E[s^2]/m}`; :mod:`dpreg.theory.dpgd_ci`).
     """
     del references
     p = sum(1 for c in runs.columns if c.startswith("covered_hat_"))
@@ -613,6 +665,7 @@ def summarise_ci(runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = (
         hub = coverage_summary(g[[f"covered_huber_{j}" for j in range(p)]].to_numpy(), alpha)
         lengths = g[[f"length_{j}" for j in range(p)]].to_numpy()
         per_coord = lengths.mean(axis=0)
+        per_run = lengths.mean(axis=1)
         rows.append(
             {
                 "total_steps": int(N),
@@ -625,8 +678,13 @@ def summarise_ci(runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = (
                 "huber_coverage": hub["mean"],
                 "huber_coverage_se": hub["se"],
                 "length": float(lengths.mean()),
+                "length_se": float(per_run.std(ddof=1) / math.sqrt(len(per_run)))
+                if len(per_run) > 1
+                else math.nan,
                 "length_low": float(np.percentile(per_coord, 2.5)),
                 "length_high": float(np.percentile(per_coord, 97.5)),
+                "length_theory": _first_mean(g, "length_theory", p),
+                "length_theory_rms": _first_mean(g, "length_theory_rms", p),
                 "ols_length": float(
                     g[[f"ols_length_{j}" for j in range(p)]].iloc[0].to_numpy().mean()
                 ),

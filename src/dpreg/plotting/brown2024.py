@@ -154,7 +154,7 @@ def plot_error_vs_clipping(table: pd.DataFrame, *, title: str | None = None) -> 
 
 
 def plot_ci(table: pd.DataFrame, *, title: str | None = None) -> Any:
-    """Figs. 5/6 (10/11): coverage and mean length against total iterations N."""
+    """Figs. 5/6 (10/11): coverage and mean length against N (dashed: no-clipping theory)."""
     fig, (ax_c, ax_l) = plt.subplots(1, 2, figsize=(11, 4.2))
     nominal = float(table["nominal"].iloc[0])
     for method, g in table.groupby("method", sort=False):
@@ -179,6 +179,12 @@ def plot_ci(table: pd.DataFrame, *, title: str | None = None) -> Any:
             color=colour,
             capsize=3,
             label=name,
+        )
+        if "length_theory" in g and g["length_theory"].notna().any():
+            ax_l.plot(x, g["length_theory"], ls="--", lw=1, color=colour, marker="_", ms=10)
+    if "length_theory" in table and table["length_theory"].notna().any():
+        ax_l.plot(
+            [], [], ls="--", lw=1, color="grey", marker="_", label="exact expectation, no clipping"
         )
     runs = int(table["runs"].max())
     p = int(table["p"].iloc[0])
