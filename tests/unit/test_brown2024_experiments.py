@@ -69,6 +69,28 @@ def test_cost_of_privacy_predictions():
     assert row["sampling_error_mean"] == pytest.approx(row["sampling_rms_theory"], rel=0.25)
 
 
+def test_optimisation_error_is_plain_gradient_descent_and_splits_the_privacy_error():
+    from dpreg.experiments.brown2024 import _noiseless_gd
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 4)) * np.array([1.0, 0.5, 2.0, 1.0])
+    y = X @ np.array([1.0, -1.0, 0.5, 0.0]) + rng.standard_normal(400)
+    ols = np.linalg.lstsq(X, y, rcond=None)[0]
+    theta = np.zeros(4)
+    for _ in range(7):  # the loss (1/2n)||y - X theta||^2, its gradient step by step
+        theta = theta - 0.2 * X.T @ (X @ theta - y) / 400
+    np.testing.assert_allclose(_noiseless_gd(X, ols, T=7, step=0.2), theta, atol=1e-12)
+
+    runs, table = _run("brown_cost_of_privacy", [dict(n=3000, p=5, rho=0.1, T=8)], 20)
+    # triangle inequality row by row: privacy <= noise + optimisation
+    assert (runs["privacy_error"] <= runs["noise_error"] + runs["optimisation_error"] + 1e-12).all()
+    # with T = 8 the optimisation error (0.8^8 ||theta_hat|| ~ 0.17) dominates the paper's
+    # privacy error, while the noise part matches the Lemma 2.3 prediction
+    row = table.iloc[0]
+    assert row["optimisation_error_mean"] > row["noise_error_mean"]
+    assert row["noise_error_mean"] == pytest.approx(row["privacy_rms_theory"], rel=0.3)
+
+
 def test_heatmap_and_sweeps():
     _, heat = _run("brown_clip_heatmap", [dict(p=5, gamma=[1.0, 30.0])], 1)
     lo, hi = heat.sort_values("gamma")["clip_fraction"]

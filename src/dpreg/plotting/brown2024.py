@@ -81,6 +81,22 @@ def plot_cost_of_privacy(table: pd.DataFrame, *, title: str | None = None) -> An
         ax.plot(t["n"], t[f"{col}_mean"], "o-", color=colour, label=label, ms=3)
         _band(ax, t["n"], t[f"{col}_mean"], t[f"{col}_se"], colour)
         ax.plot(t["n"], t[theory], ":", color=colour, label=f"{col.split('_')[0]} RMS (theory)")
+    if "noise_error_mean" in t:  # the privacy error split into noise and T-step optimisation
+        ax.plot(
+            t["n"],
+            t["noise_error_mean"],
+            "s--",
+            color="tab:cyan",
+            ms=3,
+            label=r"noise $\|\theta_T-\theta_T^{GD}\|$",
+        )
+        ax.plot(
+            t["n"],
+            t["optimisation_error_mean"],
+            "--",
+            color="tab:gray",
+            label=r"optimisation $\|\theta_T^{GD}-\hat\theta\|$",
+        )
     n_star = float(t["crossover_n_theory"].iloc[0])
     if t["n"].min() <= n_star <= t["n"].max():
         ax.axvline(n_star, color="k", ls="--", lw=0.8, label=f"predicted n* = {n_star:.3g}")
