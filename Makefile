@@ -35,7 +35,7 @@ slurm-smoke: install
 	  status=$$?; bash .ci/slurm-cluster.sh stop; exit $$status
 
 test: install
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=20
 
 lint: install
 	$(BIN)/ruff check .

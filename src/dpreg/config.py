@@ -68,10 +68,19 @@ class Cell:
             {
                 "first_trial": first,
                 "trials": trials,
-                "seed": block_seed(master_seed, self.study, self.path, block),
+                "seed": block_seed(master_seed, self.study, self.seed_key, block),
             }
             for block, first, trials in self.blocks()
         ]
+
+    @property
+    def seed_key(self) -> str:
+        """Return the cell's path with its ``axis~label`` parts sorted.
+
+        Seeds use this key, so they do not depend on the order in which a config lists
+        the grid axes (the folder path does).
+        """
+        return "/".join(sorted(self.path.split("/")))
 
     def params(self, config: Mapping[str, Any]) -> dict[str, Any]:
         """Return the cell's full parameters: study params, grid values, global keys."""

@@ -76,3 +76,10 @@ def test_block_seed_depends_on_block_not_chunk():
     assert block_seed(3, "s", "a~1", 0) != block_seed(3, "s", "a~2", 0)
     with pytest.raises(ValueError, match="block"):
         block_seed(3, "s", "all", -1)
+
+
+def test_grid_axis_order_does_not_change_seeds():
+    a = Cell("s", "n~10/eps~1", (), 0, 0, 5, seed_block=5).seeded_blocks(7)
+    b = Cell("s", "eps~1/n~10", (), 0, 0, 5, seed_block=5).seeded_blocks(7)
+    c = Cell("s", "eps~1/n~20", (), 0, 0, 5, seed_block=5).seeded_blocks(7)
+    assert a == b and a != c
