@@ -14,7 +14,7 @@ rule run_chunk:
         "../envs/dpreg.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=4000,
         runtime=30,
     params:
         run=chunk_params,
