@@ -84,8 +84,20 @@ def _check_horizon(T: object, upper: int | None = None) -> int:
     return int(T)
 
 
+class _MultiParticipation:
+    """Multi-participation sensitivity of any factorization with an ``encoder`` matrix."""
+
+    encoder: np.ndarray
+
+    def multi_participation_sensitivity_sq(
+        self, k: int, b: int, *, schema: str = "min_sep"
+    ) -> float:
+        """Squared sensitivity for ``k`` participations ``b`` apart (brute force)."""
+        return multi_participation_sensitivity_sq(self.encoder, k, b, schema=schema)
+
+
 @dataclass(frozen=True)
-class MatrixFactorization:
+class MatrixFactorization(_MultiParticipation):
     r"""A DP-FTRL factorization :math:`(B, C)` with :math:`BC = I` for a horizon ``T``.
 
     Attributes
@@ -121,12 +133,6 @@ class MatrixFactorization:
     def sensitivity_sq(self) -> float:
         r""":math:`\max_t\|C_{:,t}\|_2^2` (Theorem 1.1, one participation)."""
         return float(np.max(np.sum(self.encoder**2, axis=0)))
-
-    def multi_participation_sensitivity_sq(
-        self, k: int, b: int, *, schema: str = "min_sep"
-    ) -> float:
-        """Squared sensitivity for ``k`` participations ``b`` apart (brute force)."""
-        return multi_participation_sensitivity_sq(self.encoder, k, b, schema=schema)
 
     @property
     def prefix_error(self) -> float:
@@ -313,7 +319,7 @@ def causal_equivalent(factorization: MatrixFactorization) -> MatrixFactorization
 
 
 @dataclass(frozen=True)
-class FFTFactorization:
+class FFTFactorization(_MultiParticipation):
     r"""The "FFT" mechanism of Table 3 (our reading of Choquette-Choo et al. 2023b).
 
     Construction: embed the prefix-sum matrix :math:`A` (T, T) in the circulant
@@ -405,12 +411,6 @@ class FFTFactorization:
     def sensitivity_sq(self) -> float:
         r""":math:`\gamma^2 = \frac1N\sum_k|\lambda_k|` (every column of :math:`R` alike)."""
         return float(np.mean(np.abs(self._spectrum) ** 2))
-
-    def multi_participation_sensitivity_sq(
-        self, k: int, b: int, *, schema: str = "min_sep"
-    ) -> float:
-        """Squared sensitivity for ``k`` participations ``b`` apart (brute force)."""
-        return multi_participation_sensitivity_sq(self.encoder, k, b, schema=schema)
 
     @property
     def prefix_error(self) -> float:
