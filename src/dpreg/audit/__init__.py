@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dpreg.audit import cases_iterative, cases_statistics
-from dpreg.audit.core import AuditCase, AuditResult, claimed_epsilon, claimed_mu, run_audit
+from dpreg.audit.core import (
+    AuditCase,
+    AuditResult,
+    claimed_epsilon,
+    claimed_mu,
+    judge_scores,
+    run_audit,
+)
 
 __all__ = [
     "CASE_FACTORIES",
@@ -20,6 +27,7 @@ __all__ = [
     "audit_cases",
     "claimed_epsilon",
     "claimed_mu",
+    "judge_scores",
     "run_audit",
 ]
 

@@ -29,7 +29,14 @@ from dpreg.audit.stats import (
 )
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 
-__all__ = ["AuditCase", "AuditResult", "claimed_epsilon", "claimed_mu", "run_audit"]
+__all__ = [
+    "AuditCase",
+    "AuditResult",
+    "claimed_epsilon",
+    "claimed_mu",
+    "judge_scores",
+    "run_audit",
+]
 
 ScoreFn = Callable[[int, np.random.Generator, int], np.ndarray]
 
@@ -101,7 +108,14 @@ class AuditCase:
 
 @dataclass(frozen=True)
 class AuditResult:
-    """Evidence and verdict of one :class:`AuditCase` (one row of the audit table)."""
+    """Evidence and verdict of one :class:`AuditCase` (one row of the audit table).
+
+    ``epsilon_lower``/``epsilon_point``: the held-out threshold test's bound and point
+    value; ``mu``, ``mu_lower``, ``mu_upper``: the Gaussian-DP estimate (NaN for
+    non-Gaussian cases) and ``epsilon_gdp_lower`` the epsilon at ``delta`` of
+    ``mu_lower``-GDP (a lower bound on epsilon valid under the Gaussian model);
+    ``ratio``: audited over claimed (mu for Gaussian cases, else epsilon).
+    """
 
     estimator: str
     canary: str
@@ -116,6 +130,7 @@ class AuditResult:
     mu: float
     mu_lower: float
     mu_upper: float
+    epsilon_gdp_lower: float
     sd_ratio: float
     ratio: float
     verdict: str
@@ -161,6 +176,20 @@ def run_audit(
     s1 = np.asarray(case.scores(trials, rng, 1), dtype=np.float64).ravel()
     if s0.shape != (trials,) or s1.shape != (trials,):
         raise ValueError(f"{case.estimator}/{case.canary}: scores must have shape ({trials},)")
+    return judge_scores(case, s0, s1, alpha=alpha)
+
+
+def judge_scores(
+    case: AuditCase, scores0: np.ndarray, scores1: np.ndarray, *, alpha: float = 0.05
+) -> AuditResult:
+    """Judge ``case`` from scores already drawn on D (``scores0``) and D' (``scores1``).
+
+    The evidence and verdict of :func:`run_audit`; the workflow's ``privacy_audit`` kind
+    draws scores in seed blocks and judges them all at once here.
+    """
+    s0 = np.asarray(scores0, dtype=np.float64).ravel()
+    s1 = np.asarray(scores1, dtype=np.float64).ravel()
+    trials = int(min(s0.size, s1.size))
     test = threshold_test(s0, s1, delta=case.delta, alpha=alpha)
     eps_claim = claimed_epsilon(case.claim, case.delta)
     mu_claim = claimed_mu(case.claim)
@@ -196,6 +225,7 @@ def run_audit(
         mu=mu,
         mu_lower=mu_lo,
         mu_upper=mu_hi,
+        epsilon_gdp_lower=gdp_epsilon(mu_lo, case.delta) if case.gaussian else math.nan,
         sd_ratio=sd_ratio,
         ratio=ratio,
         verdict=verdict,
