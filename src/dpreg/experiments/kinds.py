@@ -105,6 +105,7 @@ def _ensure_builtin() -> None:
     import dpreg.experiments.lev2026_clipping  # noqa: F401
     import dpreg.experiments.lev2026_table2  # noqa: F401
     import dpreg.experiments.liang2025  # noqa: F401
+    import dpreg.experiments.privacy_audit  # noqa: F401
     import dpreg.experiments.regression  # noqa: F401
     import dpreg.experiments.varshney2022  # noqa: F401
 

@@ -1,0 +1,172 @@
+"""The ``privacy_audit`` study kind: the empirical audit of :mod:`dpreg.audit` in the workflow.
+
+A cell is one estimator at one claimed epsilon (grid axes ``estimator`` and ``epsilon``;
+``delta`` and ``alpha`` in ``params``). :func:`run_audit_cell` draws, for every audit case
+of the estimator (canary designs, :func:`dpreg.audit.audit_cases`), one score per trial on
+each side of the neighbouring pair; one call per side and case, vectorised over the seed
+block's trials. :func:`summarise_audit` judges every (estimator, canary, epsilon) from all
+its scores at once (:func:`dpreg.audit.judge_scores`), so the evidence uses every trial of
+the study whatever the chunking. See ``docs/privacy.md`` ("Empirical privacy audit").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpreg.audit import AuditCase, audit_cases, judge_scores
+from dpreg.data.datasets import Dataset
+from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.privacy.budgets import ZCDP, ApproxDP
+
+__all__ = ["AUDIT_KEYS", "check_audit_cell", "run_audit_cell", "summarise_audit"]
+
+AUDIT_KEYS = frozenset({"estimator", "epsilon", "delta", "alpha"})
+
+_CASE_COLUMNS = ("estimator", "canary", "relation", "claim_unit", "claim_value", "delta")
+
+
+def _claim_columns(case: AuditCase) -> dict[str, Any]:
+    claim = case.claim
+    if isinstance(claim, ZCDP):
+        return {"claim_unit": "zcdp", "claim_value": claim.rho}
+    return {"claim_unit": "approx_dp", "claim_value": claim.epsilon}
+
+
+def _cases(cell: Mapping[str, Any]) -> list[AuditCase]:
+    return audit_cases(
+        [str(cell["estimator"])], epsilon=float(cell["epsilon"]), delta=float(cell["delta"])
+    )
+
+
+def check_audit_cell(cell: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` for a cell the audit cannot run (checked before any job)."""
+    for key in ("epsilon",):
+        value = cell.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            raise ValueError(f"privacy_audit: {key} must be a positive number; got {value!r}")
+    delta = cell.get("delta")
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
+        raise ValueError(f"privacy_audit: delta must lie in (0, 1); got {delta!r}")
+    alpha = cell.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 0.5:
+        raise ValueError(f"privacy_audit: alpha must lie in (0, 0.5); got {alpha!r}")
+    _cases(cell)  # names the estimator if it has no audit case
+
+
+def run_audit_cell(
+    cell: Mapping[str, Any],
+    *,
+    trials: int,
+    first_trial: int,
+    seed: int,
+    data: Dataset | None = None,
+) -> pd.DataFrame:
+    """Scores of one seed block: ``2 * trials`` rows per audit case of the cell's estimator.
+
+    Case ``j`` draws from ``default_rng([seed, j])``, side 0 (D) before side 1 (D').
+    Columns: ``trial``, ``seed``, ``estimator``, ``canary``, ``relation``, ``claim_unit``
+    (``zcdp``/``approx_dp``), ``claim_value`` (rho or epsilon), ``delta``, ``gaussian``,
+    ``expected_fail``, ``side`` and ``score``. The scores are the mechanism's outputs on
+    designed data (no private data is read): every column is public.
+    """
+    frames = []
+    trial = np.arange(first_trial, first_trial + trials)
+    for j, case in enumerate(_cases(cell)):
+        rng = np.random.default_rng([seed, j])
+        for side in (0, 1):
+            scores = np.asarray(case.scores(trials, rng, side), dtype=np.float64).ravel()
+            if scores.shape != (trials,):
+                raise ValueError(
+                    f"audit case {case.estimator}/{case.canary} returned {scores.shape} scores"
+                    f" for {trials} trials"
+                )
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "trial": trial,
+                        "seed": seed,
+                        "estimator": case.estimator,
+                        "canary": case.canary,
+                        "relation": case.relation,
+                        **_claim_columns(case),
+                        "delta": case.delta,
+                        "gaussian": case.gaussian,
+                        "expected_fail": case.expected_fail or "",
+                        "description": case.description,
+                        "side": side,
+                        "score": scores,
+                    }
+                )
+            )
+    frame = pd.concat(frames, ignore_index=True)
+    frame["alpha"] = float(cell.get("alpha", 0.05))
+    return frame
+
+
+def _case_from_rows(first: pd.Series) -> AuditCase:
+    claim: ZCDP | ApproxDP
+    if first["claim_unit"] == "zcdp":
+        claim = ZCDP(float(first["claim_value"]))
+    else:
+        claim = ApproxDP(float(first["claim_value"]), float(first["delta"]))
+    return AuditCase(
+        estimator=str(first["estimator"]),
+        canary=str(first["canary"]),
+        relation=str(first["relation"]),
+        claim=claim,
+        delta=float(first["delta"]),
+        scores=lambda *_: np.empty(0),
+        gaussian=bool(first["gaussian"]),
+        description=str(first.get("description", "")),
+        expected_fail=str(first["expected_fail"]) or None,
+    )
+
+
+def summarise_audit(runs: pd.DataFrame, references: Sequence[Any] = ()) -> pd.DataFrame:
+    """One row per (estimator, canary, claim): evidence and verdict over all trials.
+
+    Scores are ordered by trial before judging, so the threshold test's selection half
+    (the first half of the trials) does not depend on how trials were chunked.
+    """
+    rows = []
+    keys = ["estimator", "canary", "claim_unit", "claim_value", "delta"]
+    for _, group in runs.groupby(keys, sort=True):
+        group = group.sort_values(["side", "trial"], kind="stable")
+        first = group.iloc[0]
+        case = _case_from_rows(first)
+        s0 = group.loc[group["side"] == 0, "score"].to_numpy()
+        s1 = group.loc[group["side"] == 1, "score"].to_numpy()
+        result = judge_scores(case, s0, s1, alpha=float(first["alpha"]))
+        row = result.as_row()
+        row["claim_unit"] = first["claim_unit"]
+        row["claim_value"] = float(first["claim_value"])
+        row["gaussian"] = bool(first["gaussian"])
+        row["alpha"] = float(first["alpha"])
+        row["description"] = case.description
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    order = ["estimator", "canary", "relation", "claim", "claim_unit", "claim_value", "delta"]
+    return table[order + [c for c in table.columns if c not in order]]
+
+
+def _figure(table: pd.DataFrame, *, title: str | None = None) -> Any:
+    from dpreg.plotting.audit import plot_audit
+
+    return plot_audit(table, title=title)
+
+
+register_kind(
+    StudyKind(
+        name="privacy_audit",
+        run=run_audit_cell,
+        summarise=summarise_audit,
+        figure=_figure,
+        required=frozenset({"estimator", "epsilon", "delta"}),
+        optional=frozenset({"alpha"}),
+        check_cell=check_audit_cell,
+    )
+)

@@ -1,0 +1,96 @@
+"""The workflow's ``privacy_audit`` kind: blocks, verdicts, checks and figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpreg.audit
+from dpreg.audit import AuditCase
+from dpreg.experiments.privacy_audit import check_audit_cell, summarise_audit
+from dpreg.experiments.studies import draw_study_figure, run_chunk
+from dpreg.privacy import ZCDP, ApproxDP
+
+
+def _toy_cases(*, epsilon: float = 1.0, delta: float = 1e-5) -> list[AuditCase]:
+    mu = np.sqrt(2 * 0.5)
+
+    def gaussian(shift):
+        return lambda t, rng, side: rng.normal(shift * side, 1.0, t)
+
+    return [
+        AuditCase("toy", "honest", "add_remove", ZCDP(0.5), delta, gaussian(mu), True),
+        AuditCase("toy", "leaky", "add_remove", ZCDP(0.5), delta, gaussian(3 * mu), True),
+        AuditCase(
+            "toy_disclaimed",
+            "leaky",
+            "replace_one",
+            ApproxDP(epsilon, delta),
+            delta,
+            gaussian(10.0),
+            False,
+            expected_fail="the docstring disclaims this claim",
+        ),
+    ]
+
+
+@pytest.fixture
+def toy_factory(monkeypatch):
+    monkeypatch.setitem(dpreg.audit.CASE_FACTORIES, "toy", _toy_cases)
+
+
+def _blocks(sizes, seed0=11):
+    blocks, first = [], 0
+    for j, size in enumerate(sizes):
+        blocks.append({"first_trial": first, "trials": size, "seed": seed0 + j})
+        first += size
+    return blocks
+
+
+def test_audit_kind_verdicts_and_rows(toy_factory):
+    cell = {"estimator": "toy", "epsilon": 1.0, "delta": 1e-5, "alpha": 0.01}
+    runs = run_chunk("privacy_audit", cell, blocks=_blocks([2000, 2000]))
+    assert len(runs) == 2 * 2 * 4000  # 2 cases x 2 sides x trials
+    assert set(runs["side"]) == {0, 1}
+    table = summarise_audit(runs).set_index("canary")
+    assert table.loc["honest", "verdict"] == "pass"
+    assert table.loc["leaky", "verdict"] == "fail"
+    assert table.loc["honest", "trials"] == 4000
+    assert table.loc["honest", "mu_lower"] < 1.0 < table.loc["honest", "mu_upper"]
+    other = run_chunk(
+        "privacy_audit", {**cell, "estimator": "toy_disclaimed"}, blocks=_blocks([500])
+    )
+    row = summarise_audit(other).iloc[0]
+    assert row["verdict"] == "expected-fail" and "disclaims" in row["reason"]
+    assert np.isnan(row["mu"])  # not a Gaussian case: threshold evidence only
+
+
+def test_summary_does_not_depend_on_row_order(toy_factory):
+    cell = {"estimator": "toy", "epsilon": 1.0, "delta": 1e-5}
+    runs = run_chunk("privacy_audit", cell, blocks=_blocks([300, 300, 300]))
+    shuffled = runs.sample(frac=1.0, random_state=0)
+    pd.testing.assert_frame_equal(summarise_audit(runs), summarise_audit(shuffled))
+
+
+def test_check_cell_names_the_problem(toy_factory):
+    good = {"estimator": "toy", "epsilon": 1.0, "delta": 1e-5}
+    check_audit_cell(good)
+    with pytest.raises(ValueError, match="no audit case for estimators \\['nope'\\]"):
+        check_audit_cell({**good, "estimator": "nope"})
+    with pytest.raises(ValueError, match="delta"):
+        check_audit_cell({**good, "delta": 1.5})
+    with pytest.raises(ValueError, match="epsilon"):
+        check_audit_cell({**good, "epsilon": "1.0"})
+    with pytest.raises(ValueError, match="alpha"):
+        check_audit_cell({**good, "alpha": True})
+
+
+def test_figure_draws_from_the_table(toy_factory):
+    runs = run_chunk(
+        "privacy_audit",
+        {"estimator": "toy", "epsilon": 1.0, "delta": 1e-5},
+        blocks=_blocks([400]),
+    )
+    fig = draw_study_figure("privacy_audit", summarise_audit(runs), title="audit")
+    assert fig.axes[0].get_xscale() == "log"
