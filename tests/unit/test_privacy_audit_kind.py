@@ -94,3 +94,18 @@ def test_figure_draws_from_the_table(toy_factory):
     )
     fig = draw_study_figure("privacy_audit", summarise_audit(runs), title="audit")
     assert fig.axes[0].get_xscale() == "log"
+
+
+def test_dpreg_claims_flag_unexpected_failures(toy_factory):
+    from dpreg.experiments.claims import check_claims
+
+    cell = {"estimator": "toy", "epsilon": 1.0, "delta": 1e-5, "alpha": 0.01}
+    table = summarise_audit(run_chunk("privacy_audit", cell, blocks=_blocks([2000])))
+    claims = check_claims("dpreg", {"audit": table})["claims"].set_index("claim")
+    toy = claims.loc["toy: the audit finds no leak beyond the documented claim"]
+    assert toy["passed"] == "NO" and toy["value"] == 1  # the leaky case
+    coverage = claims.loc["every estimator with an audit case is audited in this run"]
+    assert coverage["passed"] == "NO" and "toy_disclaimed" in coverage["statistic"]
+    honest = table[table["canary"] == "honest"]
+    claims = check_claims("dpreg", {"audit": honest})["claims"]
+    assert claims.iloc[0]["passed"] == "yes"

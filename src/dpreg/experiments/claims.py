@@ -34,6 +34,7 @@ def papers_with_claims() -> list[str]:
     """Return the papers that have claim checks (importing the built-in ones first)."""
     import dpreg.experiments.brown2024_claims  # noqa: F401
     import dpreg.experiments.choquettechoo2023_claims  # noqa: F401
+    import dpreg.experiments.dpreg_claims  # noqa: F401
     import dpreg.experiments.lev2026_claims  # noqa: F401
     import dpreg.experiments.liang2025_claims  # noqa: F401
     import dpreg.experiments.varshney2022_claims  # noqa: F401
