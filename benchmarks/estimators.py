@@ -316,7 +316,14 @@ def varshney_workloads(n: int, d: int, trials: int, batch: int) -> list[Workload
     def poisson(_w) -> dict[str, Any]:
         eta = batch / (hp.x_norm_sq + (batch - 1) * 1.0)
         clip = math.sqrt(hp.x_norm_sq) * (1.0 + sigma)
-        return {"budget": budget, "eta": eta, "clip": clip, "batch_size": batch, "epochs": 1.0}
+        return {
+            "budget": budget,
+            "eta": eta,
+            "clip": clip,
+            "batch_size": batch,
+            "n_public": n,
+            "epochs": 1.0,
+        }
 
     base = "eps=1, delta=1e-6, sigma=0.1"
     T = layout.T

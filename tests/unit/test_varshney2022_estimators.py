@@ -350,12 +350,12 @@ def test_dp_sgd_poisson_certifies_its_budget():
     X, y, _ = _data(n=2000, d=3)
     fit = get_estimator("dp_sgd_poisson")(
         X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), trials=2, clip=1.0,
-        eta=0.5, batch_size=200, epochs=1.0,
+        eta=0.5, batch_size=200, n_public=2000, epochs=1.0,
     )  # fmt: skip
     assert fit.budget_spent.epsilon <= 1.0
     assert fit.diagnostics["steps"] == 10
     with pytest.raises(ValueError, match="batch_size"):
         get_estimator("dp_sgd_poisson")(
             X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), clip=1.0, eta=0.5,
-            batch_size=5000,
+            batch_size=5000, n_public=2000,
         )  # fmt: skip

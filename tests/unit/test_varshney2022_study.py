@@ -113,7 +113,7 @@ def test_dp_sgd_poisson_runs_equals_registered_estimator():
     X, base, z = _rows(n=5000)
     fit = get_estimator("dp_sgd_poisson")(
         X, base + 0.3 * z, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(4), clip=0.8,
-        eta=0.5, batch_size=250, epochs=2.0,
+        eta=0.5, batch_size=250, n_public=5000, epochs=2.0,
     )  # fmt: skip
     theta, frac = dp_sgd_poisson_runs(
         X, base, z, sigma=np.array([0.3]), clip=np.array([0.8]), eta=np.array([0.5]),

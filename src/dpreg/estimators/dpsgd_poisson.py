@@ -1,11 +1,18 @@
 r"""Standard DP-SGD with Poisson subsampling (Abadi et al. 2016): the fixed-clip baseline.
 
 Each step includes every row independently with probability :math:`q = L/N` (L the
-expected batch size), clips each per-example gradient :math:`x_i(\langle x_i,
-w\rangle - y_i)` to norm C, adds :math:`N(0, \sigma_{DP}^2C^2 I)` to the sum and moves
+expected batch size, N the **public** dataset size ``n_public``), clips each per-example
+gradient :math:`x_i(\langle x_i, w\rangle - y_i)` to norm C, adds
+:math:`N(0, \sigma_{DP}^2C^2 I)` to the sum and moves
 :math:`w \leftarrow w - \eta(\text{sum} + \text{noise})/L` (normalising by the *expected*
 batch size keeps the sensitivity data-independent). ``steps = ceil(epochs / q)``; the
 output is the average of the last half of the iterates, like DP-AMBSSGD's.
+
+Under add-or-remove-one neighbours the number of rows is private: q, the step count and
+the noise scale are computed from the public ``n_public`` and never from the data's own
+row count (computing them from ``len(X)`` made one extra row change the mechanism itself:
+n = 100 -> 101 at L = 50 moved the run from 2 to 3 steps and the noise std from 3.46 to
+4.00). The data may have any number of rows; ``n_public`` is what the analyst declares.
 
 :math:`\sigma_{DP}` is calibrated with ``dp-accounting`` (RDP or PLD) for the
 Poisson-subsampled Gaussian, **add-or-remove-one** neighbours (dp-accounting's relation for
@@ -127,6 +134,7 @@ def fit_dp_sgd_poisson(
     clip: float,
     eta: float,
     batch_size: float,
+    n_public: int,
     epochs: float = 1.0,
     accountant: str = "rdp",
 ) -> Fit:
@@ -146,9 +154,13 @@ def fit_dp_sgd_poisson(
     eta : float
         Step size.
     batch_size : float
-        Expected batch size L (1 <= L <= n).
+        Expected batch size L (1 <= L <= ``n_public``).
+    n_public : int
+        Public dataset size N (declared by the analyst, not read off the data): the
+        sampling rate is ``q = L / N`` and the step count ``ceil(epochs * N / L)``, so
+        the mechanism is the same on neighbouring datasets of n and n + 1 rows.
     epochs : float
-        Expected passes; ``steps = ceil(epochs * n / L)``.
+        Expected passes over N rows; ``steps = ceil(epochs * N / L)``.
     accountant : {"rdp", "pld"}
 
     Returns
@@ -167,10 +179,13 @@ def fit_dp_sgd_poisson(
     batch_size = check_positive(batch_size, "batch_size")
     epochs = check_positive(epochs, "epochs")
     check_choice(accountant, "accountant", ACCOUNTANTS)
-    n, d = X.shape
-    if batch_size > n:
-        raise ValueError(f"batch_size must be <= n={n}; got {batch_size!r}")
-    q = batch_size / n
+    if isinstance(n_public, bool) or not isinstance(n_public, int | np.integer) or n_public < 1:
+        raise ValueError(f"n_public must be a positive integer; got {n_public!r}")
+    n_public = int(n_public)
+    n, d = X.shape  # n is private: nothing below but the sampling itself depends on it
+    if batch_size > n_public:
+        raise ValueError(f"batch_size must be <= n_public={n_public}; got {batch_size!r}")
+    q = batch_size / n_public
     steps = math.ceil(epochs / q)
     if math.isinf(epsilon):
         sigma_dp, spent = 0.0, ApproxDP(math.inf, delta)
@@ -203,6 +218,7 @@ def fit_dp_sgd_poisson(
         "noise_multiplier": sigma_dp,
         "steps": steps,
         "sampling_rate": q,
+        "n_public": n_public,
         "clip": clip,
         "eta": eta,
         "accountant": accountant,

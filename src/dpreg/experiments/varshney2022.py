@@ -379,7 +379,7 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
                         clip = scale * math.sqrt(hp.x_norm_sq) * (1.0 + sigma)
                         fit = get_estimator("dp_sgd_poisson")(
                             X, y, budget=budget, rng=rng, clip=clip, eta=eta, batch_size=L,
-                            epochs=spec["epochs"],
+                            n_public=spec["n"], epochs=spec["epochs"],
                         )  # fmt: skip
                         rows.append(
                             {
