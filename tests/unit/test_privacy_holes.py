@@ -82,3 +82,28 @@ def test_linear_mixing_certifies_the_exact_cost_at_large_epsilon():
     assert fit.budget_spent.epsilon <= 30.0 * (1 + 1e-9)
     classic = math.sqrt(2 * math.log(3.75 / 1e-5)) / eta
     assert classic < gdp_epsilon(1.0 / eta, 1e-5 / 3)  # the regime where it matters
+
+
+@pytest.mark.parametrize("correlation", ["sgd", "nu_ftrl"])
+def test_dp_ftrl_budget_spent_follows_the_noise_actually_added(correlation, monkeypatch):
+    import dpreg.estimators.ftrl as ftrl
+    from dpreg.privacy import ZCDP
+
+    X, y = _rows(64, d=2)
+    kw = {"rng": np.random.default_rng(0), "trials": 2, "eta": 0.1, "clip": 1.0, "nu": 0.05}
+    kw["correlation"] = correlation
+    fit = get_estimator("dp_ftrl")(X, y, budget=ZCDP(0.3), **kw)
+    sigma, gamma_sq = fit.diagnostics["noise_multiplier"], fit.diagnostics["sensitivity_sq"]
+    # closed form of the Gaussian mechanism (zero-out: sensitivity gamma_T in units of G)
+    assert fit.budget_spent.rho == pytest.approx(gamma_sq / (2 * sigma**2), rel=1e-12)
+    fit = get_estimator("dp_ftrl")(X, y, budget=ApproxDP(1.0, 1e-5), **kw)
+    sigma = fit.diagnostics["noise_multiplier"]
+    exact = gdp_epsilon(math.sqrt(fit.diagnostics["sensitivity_sq"]) / sigma, 1e-5)
+    assert exact <= fit.budget_spent.epsilon <= 1.0 + 1e-9
+    # Half the noise must show up as a larger budget_spent (the old code echoed 1.0).
+    real = ftrl.ftrl_noise_multiplier
+    monkeypatch.setattr(ftrl, "ftrl_noise_multiplier", lambda *a, **k: real(*a, **k) / 2)
+    halved = get_estimator("dp_ftrl")(X, y, budget=ApproxDP(1.0, 1e-5), **kw)
+    assert halved.budget_spent.epsilon > 1.5
+    halved = get_estimator("dp_ftrl")(X, y, budget=ZCDP(0.3), **kw)
+    assert halved.budget_spent.rho == pytest.approx(4 * 0.3, rel=1e-9)

@@ -448,7 +448,10 @@ def fit_dp_ftrl(
     -------
     Fit
         ``theta`` (trials, d); ``budget_spent`` (ZCDP or ApproxDP as requested,
-        ``None`` without clipping); diagnostics ``noise_multiplier``,
+        ``None`` without clipping), computed from the noise multiplier actually used and
+        the correlation's sensitivity (:func:`~dpreg.privacy.correlated.ftrl_zcdp`,
+        :func:`~dpreg.privacy.correlated.ftrl_epsilon`), so it is at most the request;
+        diagnostics ``noise_multiplier``,
         ``sensitivity_sq``, ``steps``, ``correlation``, ``nu``,
         ``clip_fraction`` (trials,), ``rho_certified``.
     """
@@ -535,13 +538,23 @@ def fit_dp_ftrl(
         if path is not None:
             path[:, t] = theta
     private = not math.isinf(clip) and sigma_dp > 0
+    # budget_spent is recomputed from the noise actually added (sigma_dp) and the
+    # sensitivity of this run's correlation, never echoed from the request.
     rho_certified = ftrl_zcdp(sigma_dp, gamma, neighbours).rho if private else math.inf
+    epsilon_certified = math.nan
+    if private and isinstance(budget, ApproxDP):
+        epsilon_certified = ftrl_epsilon(
+            sigma_dp,
+            gamma,
+            budget.delta,
+            method=method,
+            conversion=conversion,
+            neighbours=neighbours,
+        ).epsilon
     if not private:
         spent = None
     elif isinstance(budget, ApproxDP):
-        spent = budget
-    elif isinstance(budget, ZCDP):
-        spent = budget
+        spent = ApproxDP(epsilon_certified, budget.delta)
     else:
         spent = ZCDP(rho_certified)
     diagnostics: dict[str, Any] = {
@@ -558,14 +571,7 @@ def fit_dp_ftrl(
         "neighbours": neighbours,
     }
     if private and isinstance(budget, ApproxDP):
-        diagnostics["epsilon_certified"] = ftrl_epsilon(
-            sigma_dp,
-            gamma,
-            budget.delta,
-            method=method,
-            conversion=conversion,
-            neighbours=neighbours,
-        ).epsilon
+        diagnostics["epsilon_certified"] = epsilon_certified
     return Fit(
         theta=theta, budget_spent=spent, estimator="dp_ftrl", path=path, diagnostics=diagnostics
     )
