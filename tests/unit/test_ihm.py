@@ -161,7 +161,8 @@ def test_shapes_diagnostics_and_registry():
     assert dg["clip_fraction"].shape == (7, 2)
     assert dg["eta2"].shape == dg["lambda_min_noisy"].shape == (7,)
     assert dg["k"] == ihm_sketch_size(4, 2, 1e-7)
-    assert fit.budget_spent == ApproxDP(1.0, 1e-6)
+    assert fit.budget_spent.delta == 1e-6
+    assert fit.budget_spent.epsilon == pytest.approx(1.0, rel=1e-9)  # from gamma and sigma
     assert dg["epsilon_certified"] == pytest.approx(1.0)
     # eta^2 = max(gamma - lambda_tilde, 0)
     np.testing.assert_allclose(dg["eta2"], np.maximum(dg["gamma"] - dg["lambda_min_noisy"], 0))

@@ -107,3 +107,24 @@ def test_dp_ftrl_budget_spent_follows_the_noise_actually_added(correlation, monk
     assert halved.budget_spent.epsilon > 1.5
     halved = get_estimator("dp_ftrl")(X, y, budget=ZCDP(0.3), **kw)
     assert halved.budget_spent.rho == pytest.approx(4 * 0.3, rel=1e-9)
+
+
+def test_adassp_and_ihm_budget_spent_follow_the_noise_actually_added(monkeypatch):
+    import dpreg.estimators.adassp as adassp
+    import dpreg.estimators.ihm as ihm
+
+    X, y = _rows(300, d=3)
+    X, y = X / np.linalg.norm(X, axis=1).max(), np.clip(y, -1, 1)
+    kw = {"budget": ApproxDP(1.0, 1e-6), "trials": 2, "bound_X": 1.0, "bound_y": 1.0}
+    for name in ("adassp", "ihm"):
+        fit = get_estimator(name)(X, y, rng=np.random.default_rng(0), **kw)
+        assert fit.budget_spent.epsilon == pytest.approx(1.0, rel=1e-6), name
+    real_scales = adassp.adassp_noise_scales
+    monkeypatch.setattr(
+        adassp, "adassp_noise_scales", lambda *a, **k: tuple(s / 2 for s in real_scales(*a, **k))
+    )
+    real_sigma = ihm.ihm_sigma
+    monkeypatch.setattr(ihm, "ihm_sigma", lambda *a, **k: real_sigma(*a, **k) / 2)
+    for name in ("adassp", "ihm"):
+        fit = get_estimator(name)(X, y, rng=np.random.default_rng(0), **kw)
+        assert fit.budget_spent.epsilon > 1.3, name  # the old code reported 1.0

@@ -514,9 +514,19 @@ def fit_ihm(
     if not np.all(np.isfinite(theta)):  # pragma: no cover - solve/lstsq of finite input
         raise FloatingPointError("IHM produced non-finite estimates")
 
+    # What the noise actually used certifies (eq. 41 with exact Gaussian profiles), not
+    # the request: a wrong gamma or sigma shows up here.
+    spent = (
+        ApproxDP(math.inf, delta)
+        if math.isinf(epsilon)
+        else ApproxDP(
+            ihm_privacy_pieces(cal.gamma, cal.sigma, k=k, T=T, clip=clip, delta=delta)["epsilon"],
+            delta,
+        )
+    )
     return Fit(
         theta=theta,
-        budget_spent=ApproxDP(epsilon, delta),
+        budget_spent=spent,
         estimator="ihm",
         path=path,
         diagnostics={
