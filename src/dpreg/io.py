@@ -58,9 +58,38 @@ def remove_stale_temporaries(*roots: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
-def write_parquet(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write a DataFrame to parquet atomically (no index)."""
-    return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+def write_parquet(
+    frame: pd.DataFrame, path: str | os.PathLike[str], metadata: dict[str, str] | None = None
+) -> Path:
+    """Write a DataFrame to parquet atomically (no index), with optional schema metadata."""
+    if not metadata:
+        return atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    merged = {
+        **(table.schema.metadata or {}),
+        **{k.encode(): v.encode() for k, v in metadata.items()},
+    }
+    table = table.replace_schema_metadata(merged)
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def write_trial_rows(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write per-trial rows with the list of columns outside the privacy guarantee.
+
+    Schema metadata ``dpreg.nonprivate_columns`` (JSON list,
+    :func:`dpreg.results.nonprivate_columns`) names the columns computed from the data
+    without noise, so a reader of the file knows which values no budget covers.
+    """
+    from dpreg.results import nonprivate_columns
+
+    return write_parquet(
+        frame,
+        path,
+        metadata={"dpreg.nonprivate_columns": json.dumps(nonprivate_columns(frame.columns))},
+    )
 
 
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
@@ -79,6 +108,15 @@ def write_markdown(frame: pd.DataFrame, path: str | os.PathLike[str], title: str
         return str(value)
 
     lines = [f"# {title}", ""] if title else []
+    from dpreg.results import nonprivate_columns
+
+    outside = nonprivate_columns(frame.columns)
+    if outside:
+        lines += [
+            "Computed from the data without noise, outside the privacy guarantee: "
+            + ", ".join(f"`{c}`" for c in outside),
+            "",
+        ]
     lines.append("| " + " | ".join(map(str, frame.columns)) + " |")
     lines.append("|" + "---|" * len(frame.columns))
     for row in frame.itertuples(index=False):

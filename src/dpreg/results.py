@@ -1,13 +1,50 @@
-"""Result objects returned by every estimator (the estimator contract of DESIGN.md)."""
+"""Result objects returned by every estimator (what is released: docs/privacy.md)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from dpreg.privacy.budgets import Budget
+
+NONPRIVATE_DIAGNOSTICS = frozenset(
+    {
+        "clip_fraction",  # fraction of (rows, steps) clipped: reveals a canary row
+        "clip_fraction_theta",
+        "clip_fraction_beta",
+        "step_clip_fraction",
+        "step_residual_scale",  # exact residual scale of the iterate (oracle quantity)
+        "step_excess_risk_iterate",
+    }
+)
+"""Diagnostic keys computed from the data without noise: always in
+:attr:`Fit.nonprivate_diagnostics`, never in :attr:`Fit.diagnostics`."""
+
+
+_NONPRIVATE_COLUMN = re.compile(
+    r"clip_frac|clipped|residual_scale|excess_risk_iterate|(^|_)lambda_min($|_true)"
+)
+
+
+def nonprivate_columns(columns: Iterable[str]) -> list[str]:
+    """Per-trial or table columns computed from the data without noise (outside the guarantee).
+
+    Clip fractions and counts, exact residual scales and exact eigenvalues, by name (the
+    convention every study kind follows). Error columns (distances to OLS or to the true
+    parameter) are *evaluation* metrics: they use the data to score a release, and are
+    never part of one. The workflow writes this list into every per-trial parquet file
+    (schema metadata ``dpreg.nonprivate_columns``) and under every study's markdown table.
+
+    Examples
+    --------
+    >>> nonprivate_columns(["theta_err", "clip_fraction", "lambda_min_noisy", "lambda_min"])
+    ['clip_fraction', 'lambda_min']
+    """
+    return [c for c in columns if _NONPRIVATE_COLUMN.search(str(c))]
 
 
 @dataclass(frozen=True)
@@ -25,10 +62,27 @@ class Fit:
     estimator : str
         Registry name of the estimator.
     path : ndarray, shape (trials, T, d), optional
-        Iterates of iterative estimators.
+        Iterates of iterative estimators (released with ``theta``: every iterate is
+        covered by ``budget_spent`` where the estimator says so).
     diagnostics : dict
-        Noise scales, clip fractions, chosen hyperparameters. Arrays have a leading
-        trials axis where they vary by trial.
+        Quantities computed from public inputs and the noisy releases only (noise
+        scales, chosen hyperparameters, step counts, noisy eigenvalues, ...): releasing
+        them costs no budget beyond ``budget_spent``. Arrays have a leading trials axis
+        where they vary by trial.
+    nonprivate_diagnostics : dict
+        Quantities computed from the data **without noise** (clip fractions, exact
+        residual scales, ...). **Outside the privacy guarantee**: ``budget_spent`` does
+        not cover them, and a single one can reveal a row (e.g. whether a canary row was
+        clipped). For research diagnostics only; never publish them with a private
+        release. The keys listed in :data:`NONPRIVATE_DIAGNOSTICS` are moved here at
+        construction if an estimator passes them in ``diagnostics``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fit = Fit(np.zeros((2, 1)), None, "toy", diagnostics={"clip_fraction": 0.5, "T": 3})
+    >>> fit.diagnostics, fit.nonprivate_diagnostics
+    ({'T': 3}, {'clip_fraction': 0.5})
     """
 
     theta: np.ndarray
@@ -36,6 +90,16 @@ class Fit:
     estimator: str
     path: np.ndarray | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    nonprivate_diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        moved = {k: v for k, v in self.diagnostics.items() if k in NONPRIVATE_DIAGNOSTICS}
+        if moved:
+            public = {k: v for k, v in self.diagnostics.items() if k not in moved}
+            object.__setattr__(self, "diagnostics", public)
+            object.__setattr__(
+                self, "nonprivate_diagnostics", {**self.nonprivate_diagnostics, **moved}
+            )
 
     @property
     def n_trials(self) -> int:

@@ -326,7 +326,10 @@ def test_dp_ftrl_privacy_calibration_and_diagnostics():
     assert fit.diagnostics["rho_certified"] == pytest.approx(0.5)
     assert fit.budget_spent == ZCDP(0.5)
     assert fit.theta.shape == (4, 3)
-    assert np.all((fit.diagnostics["clip_fraction"] >= 0) & (fit.diagnostics["clip_fraction"] <= 1))
+    assert np.all(
+        (fit.nonprivate_diagnostics["clip_fraction"] >= 0)
+        & (fit.nonprivate_diagnostics["clip_fraction"] <= 1)
+    )
     dp = fit_dp_ftrl(
         X, y, budget=ApproxDP(1.0, 1e-5), rng=np.random.default_rng(2), eta=0.1, clip=0.5, nu=0.05
     )

@@ -110,7 +110,7 @@ def test_noise_monte_carlo_on_zero_data():
     assert abs(ratio - 1.0) < 4.0 * math.sqrt(2.0 / m)
     assert abs(np.mean(inc)) < 4.0 * step * lam / math.sqrt(m)
     assert np.all(fit.path[:, 0, :] == 0.0)
-    assert np.all(fit.diagnostics["clip_fraction"] == 0.0)
+    assert np.all(fit.nonprivate_diagnostics["clip_fraction"] == 0.0)
 
 
 # ------------------------------------------------------------------------- clipping
@@ -258,7 +258,7 @@ def test_reproducible_and_vectorised():
     assert not np.array_equal(f1.theta, f3.theta)
     assert f1.path.shape == (6, 4, X.shape[1])
     np.testing.assert_array_equal(f1.path[:, -1], f1.theta)
-    assert f1.diagnostics["clip_fraction"].shape == (6, 3)
+    assert f1.nonprivate_diagnostics["clip_fraction"].shape == (6, 3)
     assert get_estimator("dp_gd") is fit_dp_gd
     theta0 = np.full(X.shape[1], 0.1)
     f4 = fit_dp_gd(X, y, budget=b, rng=np.random.default_rng(4), theta0=theta0, return_path=True)

@@ -158,7 +158,7 @@ def test_shapes_diagnostics_and_registry():
     assert fit.theta.shape == (7, 4) and fit.path.shape == (7, 2, 4)
     np.testing.assert_array_equal(fit.path[:, -1], fit.theta)
     dg = fit.diagnostics
-    assert dg["clip_fraction"].shape == (7, 2)
+    assert fit.nonprivate_diagnostics["clip_fraction"].shape == (7, 2)
     assert dg["eta2"].shape == dg["lambda_min_noisy"].shape == (7,)
     assert dg["k"] == ihm_sketch_size(4, 2, 1e-7)
     assert fit.budget_spent.delta == 1e-6
@@ -250,7 +250,9 @@ def test_clip_fraction_counts_clipped_residuals():
     X, y = _data(n=400, d=3)
     fit = fit_ihm(X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), clip=0.2)
     # at t=0, theta_0 = 0 so the residual is y itself
-    assert fit.diagnostics["clip_fraction"][0, 0] == pytest.approx(np.mean(np.abs(y) > 0.2))
+    assert fit.nonprivate_diagnostics["clip_fraction"][0, 0] == pytest.approx(
+        np.mean(np.abs(y) > 0.2)
+    )
 
 
 def test_rank_deficient_design_runs():

@@ -200,7 +200,7 @@ def test_alg3_budget_spent_is_n_squared_rho2(calibration, factor):
     assert dg["rho_if_theta_public"] == pytest.approx(factor * rho2, rel=1e-12)
     assert "public" in dg["privacy_note"] and "Lemma F.1" in dg["privacy_note"]
     assert dg["rho_certified_theta_path"] == math.inf
-    assert np.all(dg["clip_fraction_theta"] == 0.0)
+    assert np.all(fit.nonprivate_diagnostics["clip_fraction_theta"] == 0.0)
 
 
 def test_alg3_step_sensitivity_exceeds_the_paper_2_gamma_over_n():
@@ -381,7 +381,10 @@ def test_clip_fractions_of_a_fit_match_explicit_counts():
     )
     thetas = np.concatenate([np.zeros((trials, 1, q, p)), fit.diagnostics["theta_path"]], axis=1)
     betas = np.concatenate([np.zeros((trials, 1, p)), fit.path], axis=1)
-    frac1, frac2 = fit.diagnostics["clip_fraction_theta"], fit.diagnostics["clip_fraction_beta"]
+    frac1, frac2 = (
+        fit.nonprivate_diagnostics["clip_fraction_theta"],
+        fit.nonprivate_diagnostics["clip_fraction_beta"],
+    )
     assert frac1.shape == frac2.shape == (trials, T)
     for k in range(trials):
         for t in range(T):
@@ -454,7 +457,7 @@ def test_dp_with_infinite_budgets_and_no_clipping_is_2sgd_bit_for_bit(batched):
     np.testing.assert_array_equal(dp.path, ref.path)
     np.testing.assert_array_equal(dp.diagnostics["theta_path"], ref.diagnostics["theta_path"])
     assert ref.budget_spent is None and dp.budget_spent.rho == math.inf
-    assert np.all(ref.diagnostics["clip_fraction_beta"] == 0)
+    assert np.all(ref.nonprivate_diagnostics["clip_fraction_beta"] == 0)
 
 
 def _gd_rates(Z, X, y, eta, alpha):
@@ -553,7 +556,8 @@ def test_batched_identical_copies_equal_shared_data():
             atol=1e-12,
         )
         np.testing.assert_array_equal(
-            other.diagnostics["clip_fraction_beta"], shared.diagnostics["clip_fraction_beta"]
+            other.nonprivate_diagnostics["clip_fraction_beta"],
+            shared.nonprivate_diagnostics["clip_fraction_beta"],
         )
 
 
@@ -570,7 +574,7 @@ def test_batched_trials_use_their_own_data_with_clipping():
         clip_beta=1.0,
     )  # clipping without noise
     batched = fit_dp_two_stage_gd(Z, X, y, rng=np.random.default_rng(0), trials=trials, **kw)
-    assert batched.diagnostics["clip_fraction_theta"].mean() > 0
+    assert batched.nonprivate_diagnostics["clip_fraction_theta"].mean() > 0
     for k in range(trials):
         single = fit_dp_two_stage_gd(Z[k], X[k], y[k], rng=np.random.default_rng(0), **kw)
         np.testing.assert_allclose(batched.path[k], single.path[0], rtol=1e-11, atol=1e-13)

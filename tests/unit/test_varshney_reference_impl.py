@@ -144,7 +144,7 @@ def test_estimator_equals_reference_block_by_block(epsilon, margin):
     stat, grad = _package_order_noise(21, setup.T, setup.n_queries, d)
     noise = ref.FedNoise(stat[0], grad[0]) if alpha else ref.zero_noise(setup.T, 20, d)
     out = ref.dp_ambssgd_reference(X, y, setup, alpha=alpha, noise=noise, stat_margin=margin)
-    diag = fit.diagnostics
+    diag, nonprivate = fit.diagnostics, fit.nonprivate_diagnostics
     assert (diag["T"], diag["s"], diag["b"]) == (setup.T, setup.s, setup.b)
     assert diag["eta"] == pytest.approx(setup.eta, rel=1e-14)
     assert diag["noise_multiplier"] == pytest.approx(alpha, rel=1e-10)
@@ -156,7 +156,7 @@ def test_estimator_equals_reference_block_by_block(epsilon, margin):
     pkg_noise_std = diag["eta"] * 2 * diag["noise_multiplier"] * diag["step_zeta"][0] / diag["b"]
     np.testing.assert_allclose(pkg_noise_std, [b.iterate_noise_std for b in blocks], rtol=1e-13)
     np.testing.assert_allclose(
-        diag["step_clip_fraction"][0], [b.clipped / setup.b for b in blocks], rtol=0, atol=0
+        nonprivate["step_clip_fraction"][0], [b.clipped / setup.b for b in blocks], rtol=0, atol=0
     )
     np.testing.assert_allclose(fit.theta[0], out.w_bar, rtol=1e-9, atol=1e-12)
     if alpha == 0:  # noiseless: gamma is the first grid point with every residual below it

@@ -7,13 +7,13 @@ sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 import pandas as pd  # noqa: E402
 
 from dpreg.experiments.studies import summarise_study  # noqa: E402
-from dpreg.io import read_json, write_csv, write_markdown, write_parquet  # noqa: E402
+from dpreg.io import read_json, write_csv, write_markdown, write_trial_rows  # noqa: E402
 
 params = snakemake.params.study  # noqa: F821
 runs = pd.concat([pd.read_parquet(p) for p in snakemake.input.chunks], ignore_index=True)  # noqa: F821
 references = [read_json(p) for p in snakemake.input.references]  # noqa: F821
 table = summarise_study(params["kind"], runs, references)
 table.insert(0, "study", params["study"])
-write_parquet(runs, snakemake.output.trials)  # noqa: F821
+write_trial_rows(runs, snakemake.output.trials)  # noqa: F821
 write_csv(table, snakemake.output.csv)  # noqa: F821
 write_markdown(table, snakemake.output.md, title=params["title"] or params["study"])  # noqa: F821

@@ -599,4 +599,5 @@ def fit_dp_sgd_stream(
         estimator="dp_sgd_stream",
         path=fit.path,
         diagnostics=fit.diagnostics,
+        nonprivate_diagnostics=fit.nonprivate_diagnostics,
     )

@@ -233,7 +233,12 @@ def run_error_vs_dim(
         t_ada = time.perf_counter() - start
         for method, theta, clip, wall in (
             ("ols", ols, 0.0, 0.0),
-            ("dp_gd", fit.theta[0], float(fit.diagnostics["clip_fraction"].mean()), t_gd),
+            (
+                "dp_gd",
+                fit.theta[0],
+                float(fit.nonprivate_diagnostics["clip_fraction"].mean()),
+                t_gd,
+            ),
             ("adassp", ada.theta[0], math.nan, t_ada),
         ):
             rows.append(
@@ -316,7 +321,7 @@ def run_cost_of_privacy(
                 "optimisation_error": float(np.linalg.norm(gd - ols)),
                 "sampling_error": float(np.linalg.norm(ols - truth)),
                 "total_error": float(np.linalg.norm(fit.theta[0] - truth)),
-                "clip_fraction": float(fit.diagnostics["clip_fraction"].mean()),
+                "clip_fraction": float(fit.nonprivate_diagnostics["clip_fraction"].mean()),
                 "T": int(fit.diagnostics["T"]),
                 "step": fit.diagnostics["step"],
                 "clip": fit.diagnostics["clip"],
@@ -406,7 +411,7 @@ def run_clip_heatmap(
                     "n": n,
                     "gamma": float(gamma),
                     "gamma_over_sqrt_p": float(gamma) / math.sqrt(p),
-                    "clip_fraction": float(fit.diagnostics["clip_fraction"].mean()),
+                    "clip_fraction": float(fit.nonprivate_diagnostics["clip_fraction"].mean()),
                 }
             )
     return _common_rows(pd.DataFrame(rows), cell, seed)
@@ -459,7 +464,7 @@ def run_clip_sweep(
         frame["clip_scale"] = float(c)
         frame["gamma"] = gamma
         frame["T"] = int(fit.diagnostics["T"])
-        frame["clip_fraction"] = fit.diagnostics["clip_fraction"].mean(axis=1)
+        frame["clip_fraction"] = fit.nonprivate_diagnostics["clip_fraction"].mean(axis=1)
         frame["err_hat"] = np.linalg.norm(fit.theta - ols, axis=1)
         frame["err_true"] = np.linalg.norm(fit.theta - truth, axis=1)
         frame["err_huber"] = np.linalg.norm(fit.theta - huber, axis=1)
@@ -587,7 +592,7 @@ def run_ci(
             return_path=True,
         )
         wall = time.perf_counter() - start
-        clip = fit.diagnostics["clip_fraction"].mean(axis=1)
+        clip = fit.nonprivate_diagnostics["clip_fraction"].mean(axis=1)
         for method in ("checkpoints", "batched_means"):
             if method in methods:
                 ci = intervals_from_path(fit.path, method=method, m=m, burn_in=burn_in, alpha=alpha)
@@ -608,7 +613,7 @@ def run_ci(
         wall = time.perf_counter() - start
         paths = fit.path.reshape(trials, m, T + 1, p)
         ci = intervals_from_runs(paths, burn_in=burn_in, alpha=alpha, run_estimate=run_estimate)
-        clip = fit.diagnostics["clip_fraction"].reshape(trials, m * T).mean(axis=1)
+        clip = fit.nonprivate_diagnostics["clip_fraction"].reshape(trials, m * T).mean(axis=1)
         results.append(("independent_runs", ci, clip, fit.diagnostics["noise_std"], wall))
     frames = []
     for method, ci, clip, noise_std, wall in results:

@@ -190,7 +190,7 @@ def run_clipping_cell(
             frame[key] = value
         fractions = np.full((trials, T + 1), np.nan)
         if estimator == "ihm":
-            fractions[:, :T] = fit.diagnostics["clip_fraction"]
+            fractions[:, :T] = fit.nonprivate_diagnostics["clip_fraction"]
             fractions[:, T] = np.count_nonzero(np.abs(residuals) > clip, axis=1) / n
         for t in range(T + 1):
             frame[f"clip_frac_t{t}"] = fractions[:, t]

@@ -388,7 +388,9 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
                                 "sigma": sigma,
                                 "epsilon": eps,
                                 "excess_risk": float(_excess(fit.theta[0], w_star, lam)),
-                                "clip_fraction": float(fit.diagnostics["clip_fraction"][0]),
+                                "clip_fraction": float(
+                                    fit.nonprivate_diagnostics["clip_fraction"][0]
+                                ),
                             }
                         )
                 if "adassp" in spec["methods"]:

@@ -216,7 +216,7 @@ def dp_gd_confidence_intervals(
         fit = fit_dp_gd(X, y, trials=trials * m, T=T, accounting_steps=m * T, **common)
         d = fit.theta.shape[1]
         paths = fit.path.reshape(trials, m, T + 1, d)
-        clip_frac = fit.diagnostics["clip_fraction"].reshape(trials, m * T).mean(axis=1)
+        clip_frac = fit.nonprivate_diagnostics["clip_fraction"].reshape(trials, m * T).mean(axis=1)
         spent = ZCDP(m * fit.budget_spent.rho)
         meta = _meta(fit, spent, clip_frac, total_steps=m * T, steps_per_run=T)
         meta["proven"] = run_estimate == "final"
@@ -225,7 +225,7 @@ def dp_gd_confidence_intervals(
         )
     checkpoint_indices(total_steps, m, burn_in)  # validates the spacing before running
     fit = fit_dp_gd(X, y, trials=trials, T=total_steps, **common)
-    clip_frac = fit.diagnostics["clip_fraction"].mean(axis=1)
+    clip_frac = fit.nonprivate_diagnostics["clip_fraction"].mean(axis=1)
     meta = _meta(
         fit, fit.budget_spent, clip_frac, total_steps=total_steps, steps_per_run=total_steps
     )
