@@ -375,6 +375,7 @@ def fit_dp_ftrl(
     neighbours: str = "zero_out",
     noise_multiplier: float | None = None,
     return_path: bool = False,
+    shuffle: bool = True,
 ) -> Fit:
     r"""DP-FTRL (Algorithm 1) for least squares on a dataset: one shuffled pass.
 
@@ -443,6 +444,11 @@ def fit_dp_ftrl(
         ``None``; the certified budget is reported as zCDP).
     return_path : bool
         Keep every iterate in ``Fit.path`` (trials, T, d).
+    shuffle : bool, default True
+        Shuffle the rows per trial (``False``: the rows' own order, e.g. a stream in
+        arrival order). The guarantee does not rely on the shuffle (the sensitivity is
+        the worst case over positions), so both are covered by ``budget_spent``; the
+        audit uses ``False`` to place a canary at the worst position.
 
     Returns
     -------
@@ -517,7 +523,12 @@ def fit_dp_ftrl(
         del w
     else:
         noise = None
-    order = np.argsort(rng.random((trials, n)), axis=1)[:, : T * batch_size]
+    if not isinstance(shuffle, bool | np.bool_):
+        raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
+    if shuffle:
+        order = np.argsort(rng.random((trials, n)), axis=1)[:, : T * batch_size]
+    else:
+        order = np.broadcast_to(np.arange(T * batch_size), (trials, T * batch_size))
     order = order.reshape(trials, T, batch_size)
     path = np.empty((trials, T, d)) if return_path else None
     clipped = np.zeros(trials)
