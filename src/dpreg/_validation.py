@@ -7,6 +7,7 @@ argument and the fix; none of them modifies data silently.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -14,9 +15,33 @@ import numpy as np
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 
 
+def _as_real_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as float64, refusing complex, boolean-only confusion, strings and objects.
+
+    Numbers passed as text, complex values (whose imaginary part numpy would drop with a
+    mere warning) and columns that do not convert (a string column, ``pd.NA``) raise a
+    ``TypeError`` naming the argument instead of numpy's or pandas' own message.
+    """
+    raw = np.asarray(value)
+    if np.iscomplexobj(raw):
+        raise TypeError(f"{name} must be real; got a complex array (dtype {raw.dtype})")
+    if raw.dtype.kind in "USV":
+        raise TypeError(f"{name} must be numeric; got text (dtype {raw.dtype})")
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(
+            f"{name} must be numeric: it holds values that are not numbers ({err});"
+            " convert or drop non-numeric columns and missing values first"
+        ) from None
+    if raw.dtype.kind == "O" and any(isinstance(v, complex | str | bytes) for v in raw.flat):
+        raise TypeError(f"{name} must hold real numbers only; got strings or complex values")
+    return arr
+
+
 def check_matrix(X: Any, name: str = "X") -> np.ndarray:
     """Return ``X`` as a finite float64 array of shape (n, d)."""
-    arr = np.asarray(X, dtype=np.float64)
+    arr = _as_real_array(X, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of shape (n, d); got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
@@ -27,7 +52,7 @@ def check_matrix(X: Any, name: str = "X") -> np.ndarray:
 
 def check_vector(y: Any, n: int, name: str = "y") -> np.ndarray:
     """Return ``y`` as a finite float64 vector of length ``n`` (a column (n, 1) is accepted)."""
-    arr = np.asarray(y, dtype=np.float64)
+    arr = _as_real_array(y, name)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
@@ -82,12 +107,31 @@ def check_row_norm_bound(
         )
 
 
+def check_real(value: Any, name: str) -> float:
+    """Return ``value`` as a float if it is a real number; ``TypeError`` naming ``name`` if not.
+
+    Booleans, strings (``"1.0"``), ``None`` and complex numbers are refused: a number
+    written as text or a flag passed for a number is a mistake, never a value.
+
+    Examples
+    --------
+    >>> check_real(2, "clip")
+    2.0
+    >>> check_real("1.0", "clip")
+    Traceback (most recent call last):
+    ...
+    TypeError: clip must be a real number; got '1.0' (str)
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number; got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
 def check_positive(value: Any, name: str, *, allow_inf: bool = False) -> float:
     """Return ``value`` as a float > 0 (finite unless ``allow_inf``)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number; got {value!r}") from None
+    v = check_real(value, name)
     if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
         kind = "a positive number" if allow_inf else "a finite positive number"
         raise ValueError(f"{name} must be {kind}; got {value!r}")
@@ -96,10 +140,7 @@ def check_positive(value: Any, name: str, *, allow_inf: bool = False) -> float:
 
 def check_probability(value: Any, name: str) -> float:
     """Return ``value`` as a float in the open interval (0, 1)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number in (0, 1); got {value!r}") from None
+    v = check_real(value, name)
     if not (0.0 < v < 1.0):
         raise ValueError(f"{name} must lie in the open interval (0, 1); got {value!r}")
     return v

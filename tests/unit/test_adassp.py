@@ -288,7 +288,8 @@ def _neighbours(draw):
         draw(st.lists(st.sampled_from([1.0, 0.5]) | unit.map(abs), min_size=n, max_size=n))
     )
     norms = np.linalg.norm(X, axis=1)
-    X = np.where(norms[:, None] > 0, X * (c_x * target / np.where(norms > 0, norms, 1))[:, None], 0)
+    ok = norms > 1e-150  # subnormal rows lose precision when rescaled: treat them as zero
+    X = np.where(ok[:, None], X * (c_x * target / np.where(ok, norms, 1))[:, None], 0)
     y = c_y * np.array(draw(st.lists(unit, min_size=n, max_size=n)))
     i = draw(st.integers(0, n - 1))
     return X, y, i, c_x, c_y

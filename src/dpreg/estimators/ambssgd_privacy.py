@@ -390,7 +390,9 @@ def calibrate_dp_ssgd(
         in_regime = central(cap) >= epsilon * (1 - 1e-9)
     else:
         e0 = optimize.brentq(lambda e: central(e) - epsilon, 1e-12, cap, xtol=1e-14, rtol=1e-13)
-        while central(e0) > epsilon:
+        for _ in range(10_000):
+            if central(e0) <= epsilon:
+                break
             e0 *= 1 - 1e-12
     eps_central = central(e0)
     if not in_regime:
@@ -502,12 +504,22 @@ def calibrate_poisson_dpsgd(
         )
 
     lo, hi = math.log(0.05), math.log(2.0)
-    while gap(lo) <= 0:
+    for _ in range(60):  # sigma from 0.05 e^-60 to 2 e^60: far beyond any budget
+        if gap(lo) > 0:
+            break
         lo -= 1.0
-    while gap(hi) > 0:
+    else:
+        raise ValueError(f"epsilon={epsilon!r} is too large to calibrate DP-SGD")
+    for _ in range(60):
+        if gap(hi) <= 0:
+            break
         hi += 1.0
+    else:
+        raise ValueError(f"epsilon={epsilon!r} is too small to calibrate DP-SGD")
     root = optimize.brentq(gap, lo, hi, xtol=1e-6)
     sigma = math.exp(root)
-    while gap(math.log(sigma)) > 0:
+    for _ in range(100):
+        if gap(math.log(sigma)) <= 0:
+            return sigma
         sigma *= 1.0 + 1e-6
-    return sigma
+    raise ValueError(f"DP-SGD: could not certify epsilon={epsilon!r}")  # pragma: no cover

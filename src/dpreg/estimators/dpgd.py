@@ -375,9 +375,11 @@ def dp_gd_noise_std(rho: float, T: int, sensitivity: float) -> float:
     if math.isinf(rho):
         return 0.0
     sigma = zcdp_gaussian_sigma(rho / T, sensitivity)
-    while T * gaussian_zcdp(sigma, sensitivity) > rho:
+    for _ in range(64):  # a few ulps at most
+        if T * gaussian_zcdp(sigma, sensitivity) <= rho:
+            return sigma
         sigma = float(np.nextafter(sigma, math.inf))
-    return sigma
+    raise ValueError(f"dp_gd: cannot calibrate rho={rho!r} with T={T} in float64")
 
 
 def _noise_source(

@@ -8,7 +8,17 @@ Conversions between the two live in :mod:`dpreg.privacy.conversions`.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
+
+
+def _real(value: object, name: str) -> float:
+    """``value`` as a float; ``TypeError`` for bool, str, None, complex (named)."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        raise TypeError(f"{name} must be a real number, not a boolean; got {value!r}")
+    if not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number; got {value!r} ({type(value).__name__})")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -24,7 +34,7 @@ class ZCDP:
     rho: float
 
     def __post_init__(self) -> None:
-        rho = float(self.rho)
+        rho = _real(self.rho, "rho")
         if not (rho > 0) or math.isnan(rho):
             raise ValueError(f"rho must be > 0 (got rho={self.rho!r}); rho=inf means no noise")
         object.__setattr__(self, "rho", rho)
@@ -74,7 +84,7 @@ class ApproxDP:
     delta: float
 
     def __post_init__(self) -> None:
-        eps, delta = float(self.epsilon), float(self.delta)
+        eps, delta = _real(self.epsilon, "epsilon"), _real(self.delta, "delta")
         if not (eps > 0) or math.isnan(eps):
             raise ValueError(f"epsilon must be > 0 (got epsilon={self.epsilon!r})")
         if not (0.0 < delta < 1.0):

@@ -57,6 +57,7 @@ DEFAULT_CONVERSION = TIGHT
 # Search range for t = log(alpha - 1) in the tight conversion.  The optimum sits near
 # alpha - 1 ~ sqrt(log(1/delta) / rho): for rho in [1e-8, 1e4] and delta in
 # [1e-300, 1 - 1e-16] that is t in about [-37, +11], well inside [-45, 45].
+_MAX_DOUBLINGS = 2100  # more doublings than float64 has exponents: a bracket or an error
 _T_LO, _T_HI = -45.0, 45.0
 _T_GRID = np.linspace(_T_LO, _T_HI, 361)
 
@@ -69,7 +70,8 @@ def _tight_objective(t: np.ndarray | float, rho: float, log_inv_delta: float) ->
     t = np.asarray(t, dtype=np.float64)
     u = np.exp(t)
     log_alpha = np.log1p(u)
-    return rho * (1.0 + u) + (log_inv_delta - log_alpha) / u + (t - log_alpha)
+    with np.errstate(over="ignore"):  # huge rho * alpha is +inf: never the minimum
+        return rho * (1.0 + u) + (log_inv_delta - log_alpha) / u + (t - log_alpha)
 
 
 def _simple_eps(rho: float, log_inv_delta: float) -> float:
@@ -177,7 +179,15 @@ def eps_to_zcdp(epsilon: float, delta: float, method: str = DEFAULT_CONVERSION) 
     sqrt_rho = epsilon / (math.sqrt(epsilon + log_inv_delta) + math.sqrt(log_inv_delta))
     rho_simple = sqrt_rho * sqrt_rho
     if method == SIMPLE:
+        if not (rho_simple > 0.0 and math.isfinite(rho_simple)):
+            raise ValueError(
+                f"epsilon={epsilon!r} at delta={delta!r} is outside what float64 can"
+                f" calibrate (rho = {rho_simple!r} underflows); use epsilon >= 1e-150"
+            )
         return rho_simple
+    # The tight bound is <= 0 below rho ~ 1.4 delta^2, so rho stays representable even
+    # when the simple value underflows: start the bracket at the smallest normal rho.
+    rho_simple = max(rho_simple, 1e-300)
 
     def gap(rho: float) -> float:
         return _tight_eps(rho, log_inv_delta) - epsilon
@@ -186,8 +196,12 @@ def eps_to_zcdp(epsilon: float, delta: float, method: str = DEFAULT_CONVERSION) 
     if gap(lo) >= 0.0:
         return lo
     hi = 2.0 * lo
-    while gap(hi) <= 0.0:
+    for _ in range(_MAX_DOUBLINGS):
+        if gap(hi) > 0.0:
+            break
         lo, hi = hi, 2.0 * hi
+    else:  # pragma: no cover - tight >= simple/4 for every rho, so 2 doublings suffice
+        raise ValueError(f"eps_to_zcdp: no bracket found for epsilon={epsilon!r}")
     return float(optimize.brentq(gap, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps))
 
 

@@ -181,12 +181,27 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
     return math.exp(_log_gaussian_delta(sigma, epsilon, sensitivity))
 
 
-def _expand_bracket(fun, lo: float, hi: float) -> tuple[float, float]:
-    """Widen ``[lo, hi]`` (log scale) until ``fun(lo) > 0 >= fun(hi)``; fun decreasing."""
-    while fun(lo) <= 0.0:
+_MAX_STEPS = 400  # bracket widening steps of 2 in log scale: e^(+-800) covers float64
+
+
+def _expand_bracket(fun, lo: float, hi: float, what: str) -> tuple[float, float]:
+    """Widen ``[lo, hi]`` (log scale) until ``fun(lo) > 0 >= fun(hi)``; fun decreasing.
+
+    Raises ``ValueError`` (naming ``what``) instead of looping when no bracket exists in
+    float64 (a budget too small or too large to calibrate).
+    """
+    for _ in range(_MAX_STEPS):
+        if fun(lo) > 0.0:
+            break
         lo, hi = lo - 2.0, lo
-    while fun(hi) > 0.0:
+    else:
+        raise ValueError(f"{what} is outside what float64 can calibrate (no bracket)")
+    for _ in range(_MAX_STEPS):
+        if fun(hi) <= 0.0:
+            break
         lo, hi = hi, hi + 2.0
+    else:
+        raise ValueError(f"{what} is outside what float64 can calibrate (no bracket)")
     return lo, hi
 
 
@@ -226,14 +241,27 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     def excess(log_sigma: float) -> float:
         return _log_gaussian_delta(math.exp(log_sigma), epsilon, sensitivity) - log_delta
 
-    # delta(sigma) depends on sigma/sensitivity only: start from the classic scale.
-    start = math.log(math.sqrt(2.0 * math.log(1.25 / delta)) * sensitivity / epsilon)
-    lo, hi = _expand_bracket(excess, start - 2.0, start + 0.5)
+    # delta(sigma) depends on sigma/sensitivity only: start from the classic scale,
+    # written in logs so that a tiny delta or epsilon cannot overflow it.
+    start = (
+        0.5 * math.log(2.0 * (math.log(1.25) - log_delta))
+        + math.log(sensitivity)
+        - math.log(epsilon)
+    )
+    what = f"(epsilon={epsilon!r}, delta={delta!r}, sensitivity={sensitivity!r})"
+    lo, hi = _expand_bracket(excess, start - 2.0, start + 0.5, what)
     root = optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=1e-15)
     # Certify the returned value itself (exp/log rounding included).
-    while math.exp(_log_gaussian_delta(math.exp(root), epsilon, sensitivity)) > delta:
+    for _ in range(1000):
+        if math.exp(_log_gaussian_delta(math.exp(root), epsilon, sensitivity)) <= delta:
+            break
         root += 1e-14 * max(1.0, abs(root))
-    return math.exp(root)
+    else:  # pragma: no cover - brentq's root is within a few ulps
+        raise ValueError(f"analytic_gaussian_sigma: could not certify {what}")
+    sigma = math.exp(root)
+    if not (0.0 < sigma < math.inf):
+        raise ValueError(f"analytic_gaussian_sigma: sigma out of float64 range for {what}")
+    return sigma
 
 
 def gaussian_epsilon(sigma: float, delta: float, sensitivity: float) -> float:
@@ -275,6 +303,13 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float) -> float:
     if excess(0.0) <= 0.0:
         return 0.0
     lo, hi = 0.0, 1.0
-    while excess(hi) > 0.0:
+    for _ in range(_MAX_STEPS):
+        if excess(hi) <= 0.0:
+            break
         lo, hi = hi, 2.0 * hi
+    else:
+        raise ValueError(
+            f"gaussian_epsilon: no finite epsilon for sigma={sigma!r}, delta={delta!r},"
+            f" sensitivity={sensitivity!r} (float64 range)"
+        )
     return float(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15))

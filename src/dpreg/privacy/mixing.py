@@ -138,8 +138,14 @@ def smallest_gamma(fun: Callable[[float], float], epsilon: float, lower: float) 
     if fun(lo) <= epsilon:
         return lo
     hi = 2.0 * lo
-    while fun(hi) > epsilon:
+    for _ in range(2100):  # more doublings than float64 has exponents
+        if fun(hi) <= epsilon:
+            break
         lo, hi = hi, 2.0 * hi
+    else:
+        raise ValueError(
+            f"epsilon={epsilon!r} is too small to calibrate: no finite gamma reaches it"
+        )
     for _ in range(200):
         mid = math.sqrt(lo * hi)
         if fun(mid) <= epsilon:
