@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import Any
 
 import numpy as np
@@ -146,10 +147,32 @@ def check_probability(value: Any, name: str) -> float:
     return v
 
 
-def check_trials(trials: Any) -> int:
-    """Return ``trials`` as a positive int."""
+MEMORY_LIMIT_BYTES = int(os.environ.get("DPREG_MEMORY_LIMIT_BYTES", 0)) or (
+    os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if hasattr(os, "sysconf") and "SC_PHYS_PAGES" in os.sysconf_names
+    else 64 * 2**30
+)
+"""Memory an estimator call may plan to use: the machine's physical memory, or the
+environment variable ``DPREG_MEMORY_LIMIT_BYTES``."""
+
+
+def check_trials(trials: Any, *, bytes_per_trial: int = 64) -> int:
+    """Return ``trials`` as a positive int whose arrays fit in memory.
+
+    ``bytes_per_trial`` is the caller's estimate of what one trial holds at once (default:
+    a few float64 scalars, the least any estimator keeps); a request whose total exceeds
+    :data:`MEMORY_LIMIT_BYTES` is refused before any work, naming ``trials`` and the memory
+    it needs, instead of ending in numpy's ``MemoryError``.
+    """
     if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
         raise ValueError(f"trials must be a positive integer; got {trials!r}")
+    need = int(trials) * max(int(bytes_per_trial), 1)
+    if need > MEMORY_LIMIT_BYTES:
+        raise ValueError(
+            f"trials={int(trials)} needs at least {need / 2**30:.3g} GiB"
+            f" ({bytes_per_trial} bytes per trial), more than the"
+            f" {MEMORY_LIMIT_BYTES / 2**30:.3g} GiB available; run fewer trials per call"
+        )
     return int(trials)
 
 

@@ -34,9 +34,12 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import (
+    _as_real_array,
     check_budget,
     check_choice,
+    check_matrix,
     check_positive,
+    check_real,
     check_regression,
     check_rng,
     check_trials,
@@ -421,15 +424,15 @@ def fit_dp_ambssgd_oracleclip(
     ``H`` (eigenvalues of a diagonal H, or H) and ``sigma`` are the population truth;
     other parameters as :func:`fit_dp_ambssgd`.
     """
-    X = np.asarray(X, dtype=np.float64)
-    d = X.shape[1] if X.ndim == 2 else 0
-    w_star = np.asarray(w_star, dtype=np.float64)
-    H = np.asarray(H, dtype=np.float64)
+    X = check_matrix(X, "X")  # first, so a bad X is named as X
+    d = X.shape[1]
+    w_star = _as_real_array(w_star, "w_star")
+    H = _as_real_array(H, "H")
     if w_star.shape != (d,) or not np.all(np.isfinite(w_star)):
         raise ValueError(f"w_star must be a finite vector of shape ({d},)")
     if H.shape not in ((d,), (d, d)) or not np.all(np.isfinite(H)):
         raise ValueError(f"H must be finite, of shape ({d},) (eigenvalues) or ({d}, {d})")
-    sigma = float(sigma)
+    sigma = check_real(sigma, "sigma")
     if not (sigma >= 0 and math.isfinite(sigma)):
         raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
     oracle = OracleInfo(w_star=w_star, H=H, kappa=float(kappa), K2=float(K2))

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import (
+    _as_real_array,
     _check_finite,
     check_choice,
     check_positive,
@@ -265,7 +266,7 @@ def _check_clip(value: Any, name: str, rho: float, rho_name: str) -> float:
 
 def _as_data(value: Any, name: str, base_ndim: int, trials: int) -> tuple[np.ndarray, bool]:
     """Float array with ``base_ndim`` dims (shared) or one more (batched over trials)."""
-    arr = np.asarray(value, dtype=np.float64)
+    arr = _as_real_array(value, name)
     shape = "(n, q)" if name == "Z" else "(n, p)" if name == "X" else "(n,)"
     batched_shape = "(trials, " + shape[1:]
     if arr.ndim == base_ndim:

@@ -239,7 +239,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     log_delta = math.log(delta)
 
     def excess(log_sigma: float) -> float:
-        return _log_gaussian_delta(math.exp(log_sigma), epsilon, sensitivity) - log_delta
+        sigma = math.exp(min(max(log_sigma, -745.0), 709.0))  # float64's range
+        return _log_gaussian_delta(sigma, epsilon, sensitivity) - log_delta
 
     # delta(sigma) depends on sigma/sensitivity only: start from the classic scale,
     # written in logs so that a tiny delta or epsilon cannot overflow it.
