@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import yaml
 
 LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.+-]+$")
 GLOBAL_CELL_KEYS = frozenset({"conversion"})
@@ -244,3 +247,75 @@ def check_config_references(config: Mapping[str, Any]) -> None:
                     kind.check_cell(cell)
                 except ValueError as err:
                     raise ValueError(f"config studies.{study}: {err}") from None
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a key repeated in one mapping (YAML keeps the last)."""
+
+
+def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if key in seen:
+            raise ValueError(
+                f"{node.start_mark.name}: key {key!r} appears twice (lines {seen[key]} and"
+                f" {line}); YAML would silently keep only the second"
+            )
+        seen[key] = line
+    return loader.construct_mapping(node, deep=True)
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
+)
+
+
+def check_no_duplicate_keys(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Raise ``ValueError`` naming the file, key and lines if a YAML file repeats a key.
+
+    Snakemake (like every YAML loader) keeps the last of two equal keys, so a study name
+    written twice would silently replace the first; the workflow calls this on every
+    config file before it reads any study.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "c.yaml"
+    >>> _ = path.write_text(chr(10).join(["studies:", "  a: 1", "  a: 2"]))
+    >>> check_no_duplicate_keys([path])
+    Traceback (most recent call last):
+    ...
+    ValueError: ...: key 'a' appears twice (lines 2 and 3); YAML would silently keep only the second
+    """
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            yaml.load(fh, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+
+
+def check_hyper_blocks(config: Mapping[str, Any]) -> None:
+    """Refuse a ``hyper`` block for an estimator that its study does not run.
+
+    A typo such as ``adasp`` would otherwise be ignored and the study would run with the
+    defaults; the message names the study, the key and the estimators the study runs.
+    """
+    for study, spec in config.get("studies", {}).items():
+        params = spec.get("params") or {}
+        hyper = params.get("hyper")
+        if not isinstance(hyper, Mapping):
+            continue
+        grid = spec.get("grid") or {}
+        named = grid.get("estimator", params.get("estimator"))
+        if named is None:
+            continue
+        runs: set[str] = set()
+        for value in named if isinstance(named, list | tuple) else [named]:
+            # a grid value may itself list several estimators run in one job
+            runs.update(map(str, value) if isinstance(value, list | tuple) else [str(value)])
+        stray = sorted(set(hyper) - runs)
+        if stray:
+            raise ValueError(
+                f"config studies.{study}.params.hyper: {stray} not run by this study"
+                f" (it runs {sorted(runs)}); fix the name or remove the block"
+            )

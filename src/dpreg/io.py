@@ -143,3 +143,32 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def read_prepared_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a prepared dataset, verified against the sha256 recorded when it was built.
+
+    The preparation step writes ``table_sha256`` into the dataset's ``.json`` sidecar
+    (same name, next to the parquet file). A file damaged or replaced after it was built
+    is refused with a message naming it and how to rebuild it, instead of a raw pyarrow
+    error (or, worse, a silently different dataset).
+    """
+    path = Path(path)
+    meta_path = path.with_suffix(".json")
+    rebuild = (
+        f"delete it (and {meta_path.name}) and rerun, or run"
+        f" `snakemake --forcerun prepare_dataset {path}`"
+    )
+    if meta_path.is_file():
+        expected = read_json(meta_path).get("table_sha256")
+        if expected is not None:
+            actual = sha256_file(path)
+            if actual != expected:
+                raise ValueError(
+                    f"{path} is damaged: its sha256 {actual[:12]}... differs from"
+                    f" {expected[:12]}... recorded when it was built; {rebuild}"
+                )
+    try:
+        return pd.read_parquet(path)
+    except Exception as err:  # pyarrow raises several types for a corrupt file
+        raise ValueError(f"{path} cannot be read ({err}); {rebuild}") from None

@@ -46,3 +46,24 @@ def test_remove_stale_temporaries_removes_only_temporaries(tmp_path):
     )
     assert sorted(removed) == sorted(stale)
     assert all(not p.exists() for p in stale) and all(p.exists() for p in keep)
+
+
+def test_a_damaged_prepared_table_is_named_with_how_to_rebuild(tmp_path):
+    import pandas as pd
+    import pytest
+
+    from dpreg.io import read_prepared_table, sha256_file, write_json, write_parquet
+
+    table = tmp_path / "toy.parquet"
+    write_parquet(pd.DataFrame({"x": [1.0, 2.0]}), table)
+    write_json({"table_sha256": sha256_file(table)}, tmp_path / "toy.json")
+    assert read_prepared_table(table)["x"].tolist() == [1.0, 2.0]
+    data = bytearray(table.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte after the build
+    table.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="toy.parquet is damaged.*--forcerun prepare_dataset"):
+        read_prepared_table(table)
+    (tmp_path / "toy.json").unlink()  # no record: still a clear message, not pyarrow's
+    table.write_bytes(b"not a parquet file")
+    with pytest.raises(ValueError, match="toy.parquet cannot be read"):
+        read_prepared_table(table)

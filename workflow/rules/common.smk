@@ -4,6 +4,7 @@ import os
 
 from dpreg.config import (
     check_config_references,
+    check_hyper_blocks,
     find_cell,
     study_cells,
     reference_datasets,
@@ -13,6 +14,7 @@ from dpreg.experiments.claims import papers_with_claims
 from dpreg.seeds import job_seed
 
 check_config_references(config)
+check_hyper_blocks(config)
 
 
 wildcard_constraints:
@@ -97,7 +99,9 @@ def chunk_cell(wildcards):
 def chunk_input(wildcards):
     """The prepared dataset a cell reads, if any."""
     name = chunk_cell(wildcards).params(config).get("dataset")
-    return {"table": f"resources/data/{name}.parquet"} if name is not None else {}
+    if name is None:
+        return {}
+    return {"table": f"resources/data/{name}.parquet", "meta": f"resources/data/{name}.json"}
 
 
 def chunk_params(wildcards):

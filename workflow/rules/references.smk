@@ -4,6 +4,7 @@
 rule reference:
     input:
         table="resources/data/{dataset}.parquet",
+        meta="resources/data/{dataset}.json",
     output:
         "results/references/{dataset}.json",
     log:

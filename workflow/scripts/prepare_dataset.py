@@ -5,7 +5,7 @@ import sys
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 
 from dpreg.data.pipeline import prepare_dataset  # noqa: E402
-from dpreg.io import write_json, write_parquet  # noqa: E402
+from dpreg.io import sha256_file, write_json, write_parquet  # noqa: E402
 
 frame, meta = prepare_dataset(
     snakemake.wildcards.dataset,  # noqa: F821
@@ -16,4 +16,5 @@ frame, meta = prepare_dataset(
     seed=snakemake.params.seed,  # noqa: F821
 )
 write_parquet(frame, snakemake.output.table)  # noqa: F821
+meta["table_sha256"] = sha256_file(snakemake.output.table)  # noqa: F821  (checked on read)
 write_json(meta, snakemake.output.meta)  # noqa: F821

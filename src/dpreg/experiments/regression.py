@@ -7,6 +7,8 @@ lev2026 benchmark (train MSE against epsilon, Lev et al. 2026, Section 5).
 
 from __future__ import annotations
 
+import inspect
+import json
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -82,7 +84,9 @@ def run_eps_cell(
     DataFrame
         One row per trial: ``trial``, ``seed``, budget columns, ``mse`` (train MSE
         ``||y - X theta||^2 / n``), ``mse_ols``, ``excess_mse``, ``param_error``
-        (``||theta - theta_ols||``), ``wall_time_s`` (per trial, amortised).
+        (``||theta - theta_ols||``), ``wall_time_s`` (per trial, amortised), ``hyper``
+        (JSON of the keyword arguments the estimator was called with besides the data,
+        budget, rng and trials).
     """
     fit_fn = get_estimator(estimator)
     rng = np.random.default_rng([seed, stream])
@@ -115,6 +119,12 @@ def run_eps_cell(
             "excess_mse": mse - mse_ols,
             "param_error": np.linalg.norm(fit.theta - theta_ols[None, :], axis=1),
             "wall_time_s": elapsed / trials,
+            # the hyperparameters this row's estimator was actually called with
+            "hyper": json.dumps(
+                {**dict(hyper or {}), "bound_X": bound_X, "bound_y": bound_y},
+                sort_keys=True,
+                default=str,
+            ),
         }
     )
     for key, value in budget_columns(epsilon=epsilon, delta=delta, conversion=conversion).items():
@@ -143,9 +153,27 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
-    """Validate one ``eps_grid`` cell before any job runs."""
+    """Validate one ``eps_grid`` cell before any job runs (so the dry run stops on it)."""
+    from dpreg._validation import check_positive, check_probability
+
     for name in _as_list(cell["estimator"]):
-        get_estimator(name)
+        params = inspect.signature(get_estimator(name)).parameters
+        if "Z" in params:
+            raise ValueError(
+                f"estimator {name!r} is an IV estimator (it needs instruments Z); eps_grid"
+                " runs regression estimators on (X, y) only: use an iv_* study kind"
+            )
+    if cell.get("delta_rule") == "fixed" and cell.get("delta") is not None:
+        try:
+            check_probability(cell["delta"], "delta")
+        except (TypeError, ValueError) as err:
+            raise ValueError(str(err)) from None
+    for key in ("bound_X", "bound_y"):
+        if key in cell:
+            try:
+                check_positive(cell[key], key)
+            except (TypeError, ValueError) as err:
+                raise ValueError(str(err)) from None
     for epsilon in _as_list(cell["epsilon"]):
         try:
             ApproxDP(epsilon, 0.5)
@@ -155,6 +183,18 @@ def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
     hyper = cell.get("hyper") or {}
     if not isinstance(hyper, Mapping) or not all(isinstance(v, Mapping) for v in hyper.values()):
         raise ValueError("hyper must map estimator names to their hyperparameters")
+    for name, values in hyper.items():
+        try:
+            params = inspect.signature(get_estimator(name)).parameters
+        except ValueError as err:
+            raise ValueError(f"hyper.{name}: {err}") from None
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            continue
+        unknown = sorted(set(values) - set(params))
+        if unknown:
+            raise ValueError(
+                f"hyper.{name}: unknown hyperparameter(s) {unknown} for estimator {name!r}"
+            )
 
 
 def run_eps_grid_cell(
