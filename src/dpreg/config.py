@@ -19,6 +19,7 @@ keeps the draws of the trials already run (except those of a partial last block)
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 import os
@@ -208,6 +209,23 @@ def check_config_references(config: Mapping[str, Any]) -> None:
             raise ValueError(
                 f"config datasets.{name}.loader: unknown dataset loader {spec['loader']!r};"
                 f" known loaders: {known}"
+            )
+    from dpreg.data import DATASET_LOADERS
+
+    for name, spec in datasets.items():
+        options = spec.get("options") or {}
+        try:
+            params = inspect.signature(DATASET_LOADERS[spec["loader"]]).parameters
+        except (TypeError, ValueError):  # pragma: no cover - a loader without a signature
+            continue
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            continue
+        unknown = sorted(set(options) - set(params))
+        if unknown:
+            allowed = ", ".join(sorted(k for k in params if k != "fetcher"))
+            raise ValueError(
+                f"config datasets.{name}.options: unknown option(s) {unknown} for loader"
+                f" {spec['loader']!r}; allowed: {allowed}"
             )
     for name in config.get("references", {}).get("datasets", []):
         if name not in datasets:

@@ -67,3 +67,10 @@ def test_bad_values_stop_the_dry_run(smoke, params, grid, message):
     bad["studies"]["adassp_uci"]["grid"].update(grid)
     with pytest.raises(ValueError, match=message):
         check_config_references(bad)
+
+
+def test_an_unknown_loader_option_stops_the_dry_run(smoke):
+    bad = copy.deepcopy(smoke)
+    bad["datasets"]["lev_solar"]["options"]["bonds"] = "public"
+    with pytest.raises(ValueError, match=r"lev_solar.options: unknown option\(s\) \['bonds'\]"):
+        check_config_references(bad)
