@@ -156,7 +156,7 @@ MEMORY_LIMIT_BYTES = int(os.environ.get("DPREG_MEMORY_LIMIT_BYTES", 0)) or (
 environment variable ``DPREG_MEMORY_LIMIT_BYTES``."""
 
 
-def check_trials(trials: Any, *, bytes_per_trial: int = 64) -> int:
+def check_trials(trials: Any, *, bytes_per_trial: int = 64, name: str = "trials") -> int:
     """Return ``trials`` as a positive int whose arrays fit in memory.
 
     ``bytes_per_trial`` is the caller's estimate of what one trial holds at once (default:
@@ -165,11 +165,11 @@ def check_trials(trials: Any, *, bytes_per_trial: int = 64) -> int:
     it needs, instead of ending in numpy's ``MemoryError``.
     """
     if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
-        raise ValueError(f"trials must be a positive integer; got {trials!r}")
+        raise ValueError(f"{name} must be a positive integer; got {trials!r}")
     need = int(trials) * max(int(bytes_per_trial), 1)
     if need > MEMORY_LIMIT_BYTES:
         raise ValueError(
-            f"trials={int(trials)} needs at least {need / 2**30:.3g} GiB"
+            f"{name}={int(trials)} needs at least {need / 2**30:.3g} GiB"
             f" ({bytes_per_trial} bytes per trial), more than the"
             f" {MEMORY_LIMIT_BYTES / 2**30:.3g} GiB available; run fewer trials per call"
         )
@@ -213,7 +213,8 @@ def check_bounded_design(
     X, y = check_regression(X, y, require_full_rank=False)
     check_row_norm_bound(X, bound_X, "X", "bound_X")
     check_row_norm_bound(y, bound_y, "y", "bound_y")
-    return X, y, check_trials(trials), check_rng(rng)
+    n, d = X.shape  # per trial: Gram-sized releases and one residual per row
+    return X, y, check_trials(trials, bytes_per_trial=8 * (3 * d * d + n + 4 * d)), check_rng(rng)
 
 
 def check_approx_dp_budget(budget: Any) -> tuple[float, float]:

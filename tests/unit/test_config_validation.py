@@ -27,8 +27,11 @@ def _study(config: dict, **params) -> dict:
 
 def test_the_shipped_configs_pass(smoke):
     check_no_duplicate_keys([ROOT / "config" / "smoke.yaml", ROOT / "config" / "config.yaml"])
-    check_config_references(smoke)
-    check_hyper_blocks(smoke)
+    with open(ROOT / "config" / "config.yaml", encoding="utf-8") as fh:
+        paper = yaml.safe_load(fh)
+    for config in (smoke, paper):
+        check_config_references(config)
+        check_hyper_blocks(config)
 
 
 def test_a_repeated_study_name_is_refused(tmp_path):

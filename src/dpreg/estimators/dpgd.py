@@ -677,7 +677,7 @@ def fit_dp_gd(
             check_row_norm_bound(X, bound_X, "X", "bound_X")
         if bound_y is not None:
             check_row_norm_bound(y, bound_y, "y", "bound_y")
-        trials, rng = check_trials(trials), check_rng(rng)
+        trials, rng = check_trials(trials, bytes_per_trial=8 * (X.shape[0] + 16)), check_rng(rng)
     else:
         X, y, trials, rng = check_bounded_design(
             X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng

@@ -172,7 +172,7 @@ def fit_dp_sgd_poisson(
     """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y = check_regression(X, y, require_full_rank=False)
-    trials = check_trials(trials)
+    trials = check_trials(trials, bytes_per_trial=8 * (X.shape[0] * (X.shape[1] + 3)))
     check_rng(rng)
     clip = check_positive(clip, "clip")
     eta = check_positive(eta, "eta")

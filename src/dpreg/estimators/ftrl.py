@@ -264,7 +264,7 @@ def simulate_streaming_regression(
     if not isinstance(correlation, ToeplitzCorrelation):
         raise TypeError(f"correlation must be a ToeplitzCorrelation; got {correlation!r}")
     eta = check_positive(eta, "eta")
-    T = check_trials(T)
+    T = check_trials(T, name="T")
     trials = check_trials(trials)
     check_rng(rng)
     rho = check_positive(rho, "rho")
@@ -274,7 +274,7 @@ def simulate_streaming_regression(
     check_choice(sensitivity, "sensitivity", SENSITIVITIES)
     if not (0.0 < tail_fraction <= 1.0):
         raise ValueError(f"tail_fraction must lie in (0, 1]; got {tail_fraction!r}")
-    record_every = check_trials(record_every)
+    record_every = check_trials(record_every, name="record_every")
     d = lam.size
     gamma_sq = correlation.gamma_inf_sq if sensitivity == "infinite" else None
     if gamma_sq is None:
@@ -463,12 +463,12 @@ def fit_dp_ftrl(
     """
     X, y = check_regression(X, y, require_full_rank=False)
     n, d = X.shape
-    trials = check_trials(trials)
+    trials = check_trials(trials, bytes_per_trial=8 * (2 * n * d + n))  # noise, order, path
     check_rng(rng)
     eta = check_positive(eta, "eta")
     clip = check_positive(clip, "clip", allow_inf=True)
     corr = _resolve_correlation(correlation, nu, eta)
-    batch_size = check_trials(batch_size) if batch_size is not None else 1
+    batch_size = check_trials(batch_size, name="batch_size") if batch_size is not None else 1
     if batch_size > n:
         raise ValueError(f"batch_size={batch_size} exceeds the number of rows n={n}")
     if not (ridge >= 0) or math.isinf(ridge):
