@@ -1,7 +1,8 @@
 """The ``privacy_audit`` study kind: the empirical audit of :mod:`dpreg.audit` in the workflow.
 
-A cell is one estimator at one claimed epsilon (grid axes ``estimator`` and ``epsilon``;
-``delta`` and ``alpha`` in ``params``). :func:`run_audit_cell` draws, for every audit case
+A cell is one estimator (or a list of estimators run in one job) at one claimed epsilon
+(``estimator`` and ``epsilon`` in ``grid`` or ``params``; ``delta`` and ``alpha`` in
+``params``). :func:`run_audit_cell` draws, for every audit case
 of the estimator (canary designs, :func:`dpreg.audit.audit_cases`), one score per trial on
 each side of the neighbouring pair; one call per side and case, vectorised over the seed
 block's trials. :func:`summarise_audit` judges every (estimator, canary, epsilon) from all
@@ -37,9 +38,9 @@ def _claim_columns(case: AuditCase) -> dict[str, Any]:
 
 
 def _cases(cell: Mapping[str, Any]) -> list[AuditCase]:
-    return audit_cases(
-        [str(cell["estimator"])], epsilon=float(cell["epsilon"]), delta=float(cell["delta"])
-    )
+    names = cell["estimator"]
+    names = [str(n) for n in names] if isinstance(names, list | tuple) else [str(names)]
+    return audit_cases(names, epsilon=float(cell["epsilon"]), delta=float(cell["delta"]))
 
 
 def check_audit_cell(cell: Mapping[str, Any]) -> None:
