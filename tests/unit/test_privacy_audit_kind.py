@@ -109,3 +109,14 @@ def test_dpreg_claims_flag_unexpected_failures(toy_factory):
     honest = table[table["canary"] == "honest"]
     claims = check_claims("dpreg", {"audit": honest})["claims"]
     assert claims.iloc[0]["passed"] == "yes"
+
+
+def test_alpha_is_family_wise_over_the_study(toy_factory):
+    cell = {"estimator": ["toy", "toy_disclaimed"], "epsilon": 1.0, "delta": 1e-5}
+    table = summarise_audit(
+        run_chunk("privacy_audit", {**cell, "alpha": 0.06}, blocks=_blocks([500]))
+    )
+    # two Gaussian cases (two tests each) and one threshold-only case: 5 tests
+    assert len(table) == 3
+    assert np.allclose(table["alpha_case"], 0.06 / 5)
+    assert (table["alpha"] == 0.06).all()

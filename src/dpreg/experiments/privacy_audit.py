@@ -130,23 +130,33 @@ def _case_from_rows(first: pd.Series) -> AuditCase:
 def summarise_audit(runs: pd.DataFrame, references: Sequence[Any] = ()) -> pd.DataFrame:
     """One row per (estimator, canary, claim): evidence and verdict over all trials.
 
-    Scores are ordered by trial before judging, so the threshold test's selection half
-    (the first half of the trials) does not depend on how trials were chunked.
+    ``alpha`` (the cell's) is a family-wise level: it is split equally over the study's
+    tests (Bonferroni, column ``alpha_case``; a Gaussian case holds two tests, the
+    threshold test and the mu interval), so that a correct implementation shows no
+    ``fail`` anywhere in the table with probability at least ``1 - alpha``
+    (docs/privacy.md). Scores are ordered by trial before judging,
+    so the threshold test's selection half (the first half of the trials) does not
+    depend on how trials were chunked.
     """
     rows = []
     keys = ["estimator", "canary", "claim_unit", "claim_value", "delta"]
-    for _, group in runs.groupby(keys, sort=True):
+    groups = list(runs.groupby(keys, sort=True))
+    tests = sum(2 if bool(g["gaussian"].iloc[0]) else 1 for _, g in groups)
+    for _, group in groups:
         group = group.sort_values(["side", "trial"], kind="stable")
         first = group.iloc[0]
         case = _case_from_rows(first)
         s0 = group.loc[group["side"] == 0, "score"].to_numpy()
         s1 = group.loc[group["side"] == 1, "score"].to_numpy()
-        result = judge_scores(case, s0, s1, alpha=float(first["alpha"]))
+        family = float(first["alpha"])
+        alpha_case = family / tests  # a Gaussian case spends it twice (two tests)
+        result = judge_scores(case, s0, s1, alpha=alpha_case)
         row = result.as_row()
         row["claim_unit"] = first["claim_unit"]
         row["claim_value"] = float(first["claim_value"])
         row["gaussian"] = bool(first["gaussian"])
-        row["alpha"] = float(first["alpha"])
+        row["alpha"] = family
+        row["alpha_case"] = alpha_case
         row["description"] = case.description
         rows.append(row)
     table = pd.DataFrame(rows)
