@@ -293,3 +293,15 @@ def test_budget_objects_refuse_bad_numbers(bad, which):
         else:
             ApproxDP(1.0, bad)
     assert which in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["dp_ftrl", "dp_sgd_stream"])
+@pytest.mark.parametrize(
+    "budget",
+    [ApproxDP(1e-300, 1e-5), ApproxDP(1e-300, 5e-324), ApproxDP(1e300, 1e-5), ZCDP(1e-300)],
+)
+def test_ftrl_estimators_answer_extreme_budgets_without_hanging(name, budget):
+    args, kwargs = valid_call(name)
+    fit = _call(name, args, {**kwargs, "budget": budget})
+    assert type(fit.budget_spent) is type(budget)
+    assert np.all(np.isfinite(fit.theta))

@@ -565,7 +565,10 @@ def fit_dp_ftrl(
     if not private:
         spent = None
     elif isinstance(budget, ApproxDP):
-        spent = ApproxDP(epsilon_certified, budget.delta)
+        # a certificate of 0 means (0, delta)-DP, which implies the requested (eps, delta)
+        spent = ApproxDP(
+            epsilon_certified if epsilon_certified > 0 else budget.epsilon, budget.delta
+        )
     else:
         spent = ZCDP(rho_certified)
     diagnostics: dict[str, Any] = {

@@ -151,14 +151,20 @@ def ftrl_epsilon(
     Returns
     -------
     ApproxDP
+        With epsilon at least the smallest positive float (a zero epsilon, i.e.
+        (0, delta)-DP, is reported as that).
     """
     sigma = check_positive(noise_multiplier, "noise_multiplier")
     gamma = check_positive(sensitivity, "sensitivity") * _neighbour_factor(neighbours)
     check_choice(method, "method", CALIBRATIONS)
     if method == "zcdp":
         rho = gamma * gamma / (2.0 * sigma * sigma)
-        return ApproxDP(zcdp_to_eps(rho, delta, conversion), delta)
-    return ApproxDP(float(gaussian_epsilon(sigma, delta, gamma)), delta)
+        eps = zcdp_to_eps(rho, delta, conversion)
+    else:
+        eps = float(gaussian_epsilon(sigma, delta, gamma))
+    # 0 means (0, delta)-DP, which implies (eps', delta)-DP for every eps' > 0: report the
+    # smallest positive float (ApproxDP needs eps > 0)
+    return ApproxDP(max(eps, math.ulp(0.0)), delta)
 
 
 def matrix_sensitivity(encoder: np.ndarray) -> float:
