@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import dpreg.estimators.ambssgd as ambssgd
+import dpreg.estimators.ambssgd_core as ambssgd_core
 import dpreg.estimators.dpgd as dpgd
 import dpreg.estimators.ftrl as ftrl
 import dpreg.estimators.ihm as ihm
@@ -123,6 +124,7 @@ MUTATIONS = {
             "fixed_clip_noise_multiplier",
             lambda real: lambda *a, **k: real(*a, **k) / 2,
         ),
+        "halved sensitivity": (ambssgd_core, "GRADIENT_SENSITIVITY", lambda real: real / 2),
     },
 }
 

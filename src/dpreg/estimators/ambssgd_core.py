@@ -66,6 +66,13 @@ _WORK_ELEMENTS = 2**20
 # ------------------------------------------------------------------------------ layout
 
 
+GRADIENT_SENSITIVITY = 2.0
+"""L2 sensitivity of one block's summed clipped gradients, in units of the clip level,
+under replace-one neighbours (one row's clipped gradient moves by at most twice the clip):
+the block's gradient noise is ``GRADIENT_SENSITIVITY * noise_multiplier * clip / b`` on the
+block average (Varshney et al. 2022, Algorithm 2)."""
+
+
 @dataclass(frozen=True)
 class BlockLayout:
     """How the N rows are cut into T blocks of ``s`` stat rows then ``b`` batch rows.
@@ -553,7 +560,8 @@ def ambssgd_pass(
     if oracle is not None:
         steps["residual_scale"] = np.empty(shape)
         steps["excess_risk_iterate"] = np.empty(shape)
-    noise_coef = np.where(none_runs, 0.0, 2.0 * runs.noise_multiplier / layout.b)
+    sens = GRADIENT_SENSITIVITY  # read per call, so a test can mutate it
+    noise_coef = np.where(none_runs, 0.0, sens * runs.noise_multiplier / layout.b)
     chunk = max(256, _WORK_ELEMENTS // max(1, D * max(d, R)))
 
     def residuals(X: np.ndarray, base: np.ndarray, z: np.ndarray | None) -> np.ndarray:
