@@ -24,7 +24,7 @@ def _rows(config: dict, study: str) -> pd.DataFrame:
         rows = run_chunk(config["studies"][study]["kind"], cell.params(config), blocks=blocks)
         rows.insert(0, "cell", cell.path)
         parts.append(rows)
-    out = pd.concat(parts, ignore_index=True).drop(columns=["wall_time_s"], errors="ignore")
+    out = pd.concat(parts, ignore_index=True)
     return out.sort_values(["cell", "trial"], kind="stable").reset_index(drop=True)
 
 

@@ -169,13 +169,13 @@ def test_rerun_with_other_chunks_is_byte_identical(smoke_run, tmp_path, repo_roo
     assert first.keys() == second.keys()
     differing = [name for name in first if first[name] != second[name]]
     assert not differing, f"artifacts differ between runs: {differing}"
-    # Per-trial rows are identical too, except the measured wall time.
+    # Per-trial files are byte-identical too (no timings in them: those are in benchmarks/).
     for path in sorted((smoke_run / "results" / "tables").glob("**/*.trials.parquet")):
-        a = pd.read_parquet(path).drop(columns="wall_time_s", errors="ignore")
-        b = pd.read_parquet(other / path.relative_to(smoke_run)).drop(
-            columns="wall_time_s", errors="ignore"
-        )
-        pd.testing.assert_frame_equal(a, b, check_exact=True)
+        again = other / path.relative_to(smoke_run)
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(path), pd.read_parquet(again), check_exact=True
+        )  # names the first differing column if the bytes differ
+        assert path.read_bytes() == again.read_bytes(), path
 
 
 def test_bad_config_key_stops_with_a_message_naming_it(tmp_path, repo_root):
@@ -255,10 +255,9 @@ def _assert_subset_equal(reference: Path, workdir: Path) -> None:
     for name, spec in config["studies"].items():
         trials = f"results/tables/{spec['paper']}/{name}.trials.parquet"
         pd.testing.assert_frame_equal(
-            pd.read_parquet(reference / trials).drop(columns="wall_time_s", errors="ignore"),
-            pd.read_parquet(workdir / trials).drop(columns="wall_time_s", errors="ignore"),
-            check_exact=True,
+            pd.read_parquet(reference / trials), pd.read_parquet(workdir / trials), check_exact=True
         )
+        assert (reference / trials).read_bytes() == (workdir / trials).read_bytes(), trials
 
 
 def _stale_files(workdir: Path) -> list[str]:

@@ -32,7 +32,6 @@ zCDP noise of Lemma 2.1; its rows record the budget in both units.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -216,10 +215,7 @@ def run_error_vs_dim(
             noise_mean=float(cell.get("noise_mean", 0.0)),
         )
         ols = _ols(X, y)
-        start = time.perf_counter()
         fit = _dpgd(X, y, cell, rng=rng)
-        t_gd = time.perf_counter() - start
-        start = time.perf_counter()
         ada = fit_adassp(
             X,
             y,
@@ -230,16 +226,10 @@ def run_error_vs_dim(
             failure_prob=float(cell.get("adassp_failure_prob", 0.05)),
             mechanism=cell.get("adassp_mechanism", "analytic"),
         )
-        t_ada = time.perf_counter() - start
-        for method, theta, clip, wall in (
-            ("ols", ols, 0.0, 0.0),
-            (
-                "dp_gd",
-                fit.theta[0],
-                float(fit.nonprivate_diagnostics["clip_fraction"].mean()),
-                t_gd,
-            ),
-            ("adassp", ada.theta[0], math.nan, t_ada),
+        for method, theta, clip in (
+            ("ols", ols, 0.0),
+            ("dp_gd", fit.theta[0], float(fit.nonprivate_diagnostics["clip_fraction"].mean())),
+            ("adassp", ada.theta[0], math.nan),
         ):
             rows.append(
                 {
@@ -251,7 +241,6 @@ def run_error_vs_dim(
                     "err_hat": float(np.linalg.norm(theta - ols)),
                     "clip_fraction": clip,
                     "adassp_epsilon": eps,
-                    "wall_time_s": wall,
                 }
             )
     return _common_rows(pd.DataFrame(rows), cell, seed)
@@ -581,7 +570,6 @@ def run_ci(
     ols_half = ols_interval_half_width(X, y, alpha)
     results = []
     if {"checkpoints", "batched_means"} & set(methods):
-        start = time.perf_counter()
         fit = _dpgd(
             X,
             y,
@@ -591,15 +579,13 @@ def run_ci(
             T=N,
             return_path=True,
         )
-        wall = time.perf_counter() - start
         clip = fit.nonprivate_diagnostics["clip_fraction"].mean(axis=1)
         for method in ("checkpoints", "batched_means"):
             if method in methods:
                 ci = intervals_from_path(fit.path, method=method, m=m, burn_in=burn_in, alpha=alpha)
-                results.append((method, ci, clip, fit.diagnostics["noise_std"], wall))
+                results.append((method, ci, clip, fit.diagnostics["noise_std"]))
     if "independent_runs" in methods and N // m > burn_in:
         T = N // m
-        start = time.perf_counter()
         fit = _dpgd(
             X,
             y,
@@ -610,13 +596,12 @@ def run_ci(
             return_path=True,
             accounting_steps=m * T,
         )
-        wall = time.perf_counter() - start
         paths = fit.path.reshape(trials, m, T + 1, p)
         ci = intervals_from_runs(paths, burn_in=burn_in, alpha=alpha, run_estimate=run_estimate)
         clip = fit.nonprivate_diagnostics["clip_fraction"].reshape(trials, m * T).mean(axis=1)
-        results.append(("independent_runs", ci, clip, fit.diagnostics["noise_std"], wall))
+        results.append(("independent_runs", ci, clip, fit.diagnostics["noise_std"]))
     frames = []
-    for method, ci, clip, noise_std, wall in results:
+    for method, ci, clip, noise_std in results:
         expected = ci_half_width_theory(
             X,
             y,
@@ -651,7 +636,6 @@ def run_ci(
             columns[f"length_theory_{j}"] = 2.0 * expected.expected[j]
             columns[f"length_theory_rms_{j}"] = 2.0 * expected.rms[j]
         columns["huber_minus_ols"] = float(np.linalg.norm(huber - ols))
-        columns["wall_time_s"] = wall / trials
         frame = pd.DataFrame(columns)
         frames.append(frame)
     if not frames:

@@ -36,7 +36,6 @@ estimator's accountant certifies (with ``calibration="paper"`` the paper's noise
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -618,11 +617,10 @@ def run_iv_synthetic(
         ``clip_theta``, ``clip_beta``, ``lambda1``, ``lambda2``, ``kappa`` (population
         contraction rate, notes §4.1), ``sigma_min_theta``, ``norm_theta``,
         ``T_max_theory`` (condition (5), unit constant), ``n_min_theory`` (smallest
-        ``n`` with ``T <= T_max``), ``wall_time_s``.
+        ``n`` with ``T <= T_max``). No timings: per-trial rows are deterministic.
     """
     spec = _synthetic_spec(cell)
     trials = _int(trials, "trials")
-    start = time.perf_counter()
     data_rng, noise_rng = np.random.default_rng(seed).spawn(2)
 
     shared = None
@@ -707,7 +705,6 @@ def run_iv_synthetic(
             )
             add("kappa", kap, k)
         del Z, X, y
-    elapsed = time.perf_counter() - start
 
     budget = _budget_row(spec.rho1, spec.rho2, cell)
     if spec.algorithm == "dp_2s_gd_beta":
@@ -750,7 +747,6 @@ def run_iv_synthetic(
     frame["n_min_theory"] = theory.n_min_for_T(
         spec.T, spec.p, spec.q, spec.rho1, tau=spec.tau, eps_exponent=spec.eps_exponent
     )
-    frame["wall_time_s"] = elapsed / trials
     return frame
 
 
@@ -1049,7 +1045,6 @@ def run_iv_angrist(
     else:
         assert spec.clip_theta is not None and spec.clip_beta is not None
         g1, g2 = spec.clip_theta, spec.clip_beta
-    start = time.perf_counter()
     fit = _iv().fit_dp_two_stage_gd(
         data.Z,
         data.X,
@@ -1066,7 +1061,6 @@ def run_iv_angrist(
         calibration=spec.calibration,
         return_path=True,
     )
-    elapsed = time.perf_counter() - start
     ref = two_sls_reference(data.y, data.X, data.Z)
     beta_path = np.asarray(fit.path, dtype=np.float64).reshape(trials, spec.T)
     theta_path = np.asarray(fit.diagnostics["theta_path"], dtype=np.float64).reshape(trials, spec.T)
@@ -1101,7 +1095,6 @@ def run_iv_angrist(
             "clip_frac_theta_last": ct_last,
             "clip_frac_beta_mean": cb_mean,
             "clip_frac_beta_last": cb_last,
-            "wall_time_s": elapsed / trials,
         }
     )
     paths = {f"beta_{t + 1}": beta_path[:, t] for t in range(spec.T)}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -84,13 +83,12 @@ def run_eps_cell(
     DataFrame
         One row per trial: ``trial``, ``seed``, budget columns, ``mse`` (train MSE
         ``||y - X theta||^2 / n``), ``mse_ols``, ``excess_mse``, ``param_error``
-        (``||theta - theta_ols||``), ``wall_time_s`` (per trial, amortised), ``hyper``
+        (``||theta - theta_ols||``), ``hyper``
         (JSON of the keyword arguments the estimator was called with besides the data,
         budget, rng and trials).
     """
     fit_fn = get_estimator(estimator)
     rng = np.random.default_rng([seed, stream])
-    start = time.perf_counter()
     fit = fit_fn(
         X,
         y,
@@ -101,7 +99,6 @@ def run_eps_cell(
         bound_y=bound_y,
         **dict(hyper or {}),
     )
-    elapsed = time.perf_counter() - start
     theta_ols = np.linalg.lstsq(X, y, rcond=None)[0]
     n = X.shape[0]
     residuals = y[None, :] - fit.theta @ X.T
@@ -118,7 +115,6 @@ def run_eps_cell(
             "mse_ols": mse_ols,
             "excess_mse": mse - mse_ols,
             "param_error": np.linalg.norm(fit.theta - theta_ols[None, :], axis=1),
-            "wall_time_s": elapsed / trials,
             # the hyperparameters this row's estimator was actually called with
             "hyper": json.dumps(
                 {**dict(hyper or {}), "bound_X": bound_X, "bound_y": bound_y},

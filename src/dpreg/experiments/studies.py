@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -9,6 +10,14 @@ import pandas as pd
 
 from dpreg.data.datasets import Dataset
 from dpreg.experiments.kinds import get_kind
+
+TIMING_COLUMN = re.compile(r"wall|elapsed|_time_s$|_seconds$")
+"""Column names that would hold a measured time, refused in per-trial rows.
+
+Per-trial rows are promised byte-identical across reruns (README, "What you get"); a
+timing measures the machine, not the method, so it lives in Snakemake's per-job benchmark
+files instead.
+"""
 
 
 def run_cell(
@@ -26,6 +35,13 @@ def run_cell(
     missing = {"trial", "seed"} - set(runs.columns)
     if missing:
         raise ValueError(f"study kind {kind!r} returned rows without {sorted(missing)}")
+    timings = [c for c in runs.columns if TIMING_COLUMN.search(str(c))]
+    if timings:
+        raise ValueError(
+            f"study kind {kind!r} returned timing column(s) {timings}: per-trial rows must be"
+            " deterministic (reruns are byte-identical); job timings are in the benchmark"
+            " files (benchmarks/runs/..., results/benchmarks/jobs.csv)"
+        )
     if len(runs) == 0 or len(runs) % trials:
         raise ValueError(
             f"study kind {kind!r} returned {len(runs)} rows for {trials} trials"
