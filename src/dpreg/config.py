@@ -201,6 +201,7 @@ def check_config_references(config: Mapping[str, Any]) -> None:
     from dpreg.data import dataset_names
     from dpreg.experiments.kinds import get_kind
 
+    check_no_numbers_as_text(config)
     loaders = dataset_names()
     datasets = config.get("datasets", {})
     for name, spec in datasets.items():
@@ -313,10 +314,23 @@ def check_no_duplicate_keys(paths: Iterable[str | os.PathLike[str]]) -> None:
 
 
 def check_hyper_blocks(config: Mapping[str, Any]) -> None:
-    """Refuse a ``hyper`` block for an estimator that its study does not run.
+    """Refuse a ``hyper`` block that would be ignored or would fail in a job.
 
-    A typo such as ``adasp`` would otherwise be ignored and the study would run with the
-    defaults; the message names the study, the key and the estimators the study runs.
+    * A block for an estimator that its study does not run (a typo such as ``adasp``)
+      would be ignored and the study would run with the defaults; the message names the
+      study, the key and the estimators the study runs.
+    * Each block is checked against its estimator's signature
+      (:func:`check_hyperparameters`): unknown names, arguments the study passes itself,
+      and values of the wrong type or sign stop the dry run instead of a job.
+
+    Examples
+    --------
+    >>> study = {"kind": "eps_grid", "params": {"estimator": "adassp"}}
+    >>> study["params"]["hyper"] = {"adasp": {"mechanism": "classic"}}
+    >>> check_hyper_blocks({"studies": {"s": study}})
+    Traceback (most recent call last):
+    ...
+    ValueError: config studies.s.params.hyper: ['adasp'] not run by this study (it runs ...
     """
     for study, spec in config.get("studies", {}).items():
         params = spec.get("params") or {}
@@ -325,15 +339,153 @@ def check_hyper_blocks(config: Mapping[str, Any]) -> None:
             continue
         grid = spec.get("grid") or {}
         named = grid.get("estimator", params.get("estimator"))
-        if named is None:
+        if named is not None:
+            runs: set[str] = set()
+            for value in named if isinstance(named, list | tuple) else [named]:
+                # a grid value may itself list several estimators run in one job
+                runs.update(map(str, value) if isinstance(value, list | tuple) else [str(value)])
+            stray = sorted(set(hyper) - runs)
+            if stray:
+                raise ValueError(
+                    f"config studies.{study}.params.hyper: {stray} not run by this study"
+                    f" (it runs {sorted(runs)}); fix the name or remove the block"
+                )
+        for name, values in hyper.items():
+            check_hyperparameters(str(name), values, where=f"studies.{study}.params.hyper")
+
+
+HYPER_PASSED_BY_STUDY = frozenset({"budget", "rng", "trials", "bound_X", "bound_y"})
+"""Estimator arguments a study passes itself (from its own keys), never from ``hyper``."""
+
+
+def _annotation_names(annotation: Any) -> set[str] | None:
+    """Return the type names of a ``float | None``-style annotation (``None`` if not plain)."""
+    if annotation is inspect.Parameter.empty:
+        return None
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+    names = {part.strip() for part in str(text).split("|")}
+    return names if names <= {"int", "float", "bool", "str", "None"} else None
+
+
+def check_hyperparameters(estimator: str, values: Any, *, where: str = "hyper") -> None:
+    """Check one estimator's ``hyper`` block against the estimator's signature.
+
+    Refuses, naming ``where.estimator.key``: an unregistered estimator; a name the
+    estimator does not take; an argument the study passes itself
+    (:data:`HYPER_PASSED_BY_STUDY`, and the data ``X``, ``y``, ``Z``); and, for an
+    argument annotated ``int`` / ``float`` (``| None``), ``bool`` or ``str``, a value of
+    another type -- a boolean or text where a number belongs, a fraction where an integer
+    belongs -- or a negative or NaN number (every numeric hyperparameter of dpreg's
+    estimators is a count, step, scale, bound or probability). Finer ranges (``T >= 1``,
+    a probability below 1) are the estimator's own checks, run in the job.
+
+    Examples
+    --------
+    >>> check_hyperparameters("dp_gd", {"T": 5, "clip": 0.5})
+    >>> check_hyperparameters("dp_gd", {"T": -5})
+    Traceback (most recent call last):
+    ...
+    ValueError: config hyper.dp_gd.T: must be >= 0; got -5
+    """
+    from dpreg.estimators import get_estimator
+
+    prefix = f"config {where}.{estimator}"
+    try:
+        params = inspect.signature(get_estimator(estimator)).parameters
+    except ValueError as err:
+        raise ValueError(f"{prefix}: {err}") from None
+    if not isinstance(values, Mapping):
+        raise ValueError(f"{prefix}: must map hyperparameter names to values; got {values!r}")
+    data = {name for name, p in params.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD}
+    taken = sorted(set(map(str, values)) & (HYPER_PASSED_BY_STUDY | data))
+    if taken:
+        raise ValueError(
+            f"{prefix}: {taken} set by the study itself (its budget, seed, trials and bounds"
+            " keys), not in hyper"
+        )
+    open_ended = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = sorted(set(map(str, values)) - set(params))
+    if unknown and not open_ended:
+        allowed = sorted(set(params) - HYPER_PASSED_BY_STUDY - data)
+        raise ValueError(
+            f"{prefix}: unknown hyperparameter(s) {unknown} for estimator {estimator!r};"
+            f" it takes {allowed}"
+        )
+    for key, value in values.items():
+        if key not in params:
             continue
-        runs: set[str] = set()
-        for value in named if isinstance(named, list | tuple) else [named]:
-            # a grid value may itself list several estimators run in one job
-            runs.update(map(str, value) if isinstance(value, list | tuple) else [str(value)])
-        stray = sorted(set(hyper) - runs)
-        if stray:
-            raise ValueError(
-                f"config studies.{study}.params.hyper: {stray} not run by this study"
-                f" (it runs {sorted(runs)}); fix the name or remove the block"
-            )
+        names = _annotation_names(params[key].annotation)
+        if names is None or (value is None and "None" in names):
+            continue
+        numeric = names & {"int", "float"}
+        if numeric and not ({"bool", "str"} & names):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{prefix}.{key}: must be a number; got {value!r}")
+            if "float" not in names and not isinstance(value, int):
+                raise ValueError(f"{prefix}.{key}: must be an integer; got {value!r}")
+            if math.isnan(value) or value < 0:
+                raise ValueError(f"{prefix}.{key}: must be >= 0; got {value!r}")
+        elif names - {"None"} == {"bool"} and not isinstance(value, bool):
+            raise ValueError(f"{prefix}.{key}: must be true or false; got {value!r}")
+        elif names - {"None"} == {"str"} and not isinstance(value, str):
+            raise ValueError(f"{prefix}.{key}: must be text; got {value!r}")
+
+
+_NUMBER_TEXT = re.compile(
+    r"^\s*[-+]?((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|\.?inf(inity)?|\.?nan)\s*$", re.IGNORECASE
+)
+_EXPONENT_WITHOUT_DOT = re.compile(r"^\s*[-+]?\d+[eE][-+]?\d+\s*$")
+
+
+def _number_text_hint(value: str) -> str:
+    if _EXPONENT_WITHOUT_DOT.match(value):
+        mantissa, exponent = re.split("[eE]", value.strip())
+        return f" (YAML reads {value.strip()} as text: write {mantissa}.0e{exponent})"
+    word = value.strip().lstrip("+-").lower().lstrip(".")
+    if word in ("inf", "infinity"):
+        return " (YAML's infinity is .inf)"
+    if word == "nan":
+        return " (NaN is no setting)"
+    return " (remove the quotes)"
+
+
+def _walk(value: Any, where: str) -> Iterator[tuple[str, Any]]:
+    yield where, value
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _walk(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{where}[{i}]")
+
+
+def check_no_numbers_as_text(config: Mapping[str, Any]) -> None:
+    """Refuse a number written as text anywhere in a study or a dataset's options.
+
+    No key of any study kind, estimator or loader takes text that reads as a number, so
+    ``epsilon: ['1.0']`` or ``delta: 1e-5`` (which YAML 1.1, hence Snakemake, reads as the
+    *string* ``'1e-5'``) is a mistake that some code would otherwise convert silently.
+    Booleans where numbers belong are refused by each kind's and estimator's own checks
+    (:func:`check_hyper_blocks` for ``hyper``).
+
+    Examples
+    --------
+    >>> check_no_numbers_as_text({"studies": {"s": {"params": {"delta": 1e-5}}}})
+    >>> check_no_numbers_as_text({"studies": {"s": {"params": {"delta": "1e-5"}}}})
+    Traceback (most recent call last):
+    ...
+    ValueError: config studies.s.params.delta: '1e-5' is text, not a number (YAML reads 1e-5 ...
+    """
+    roots: list[tuple[str, Any]] = []
+    for name, spec in (config.get("studies") or {}).items():
+        for section in ("params", "grid"):
+            roots.append((f"studies.{name}.{section}", (spec or {}).get(section) or {}))
+    for name, spec in (config.get("datasets") or {}).items():
+        for section in ("options", "preprocessing_options"):
+            roots.append((f"datasets.{name}.{section}", (spec or {}).get(section) or {}))
+    for root, tree in roots:
+        for where, value in _walk(tree, root):
+            if isinstance(value, str) and _NUMBER_TEXT.match(value):
+                raise ValueError(
+                    f"config {where}: {value!r} is text, not a number{_number_text_hint(value)}"
+                )

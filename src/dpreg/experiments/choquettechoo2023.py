@@ -685,6 +685,9 @@ def check_socp_cell(cell: Mapping[str, Any]) -> None:
         if cell.get(key, "CLARABEL") not in ftrl_socp.SOLVERS:
             raise ValueError(f"{key} must be one of {ftrl_socp.SOLVERS}")
     _int(cell, "t_max", 0, minimum=0)
+    _int(cell, "n_uniform", 500)
+    _int(cell, "n_log", 500, minimum=0)
+    _int(cell, "optimize_iterations", 5)
     if _float(cell, "eta", 0.5) * _float(cell, "L", 1.0) > 1:
         raise ValueError("eta * L must be <= 1")
 
