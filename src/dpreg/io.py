@@ -131,9 +131,42 @@ def write_json(data: Any, path: str | os.PathLike[str]) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
+REBUILD_HINT = "delete it and rerun snakemake, which rebuilds what is missing"
+"""How to rebuild a damaged workflow artifact (Snakemake reruns the job of a missing file)."""
+
+
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON file."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """Read a JSON file; a damaged one raises ``ValueError`` naming it and how to rebuild it."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is damaged: not valid JSON ({err}); {REBUILD_HINT}") from None
+
+
+def read_artifact_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a parquet file the workflow wrote (e.g. a chunk of per-trial rows).
+
+    A truncated or overwritten file raises ``ValueError`` naming it and how to rebuild it
+    instead of pyarrow's own error (which names neither).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "chunk~000.parquet"
+    >>> _ = path.write_bytes(b"PAR1 truncated")
+    >>> read_artifact_parquet(path)
+    Traceback (most recent call last):
+    ...
+    ValueError: .../chunk~000.parquet is damaged and cannot be read (...); delete it and rerun ...
+    """
+    try:
+        return pd.read_parquet(path)
+    except FileNotFoundError:
+        raise
+    except Exception as err:  # pyarrow raises several types for a corrupt file
+        raise ValueError(
+            f"{path} is damaged and cannot be read ({type(err).__name__}: {err}); {REBUILD_HINT}"
+        ) from None
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
@@ -156,11 +189,16 @@ def read_prepared_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     path = Path(path)
     meta_path = path.with_suffix(".json")
     rebuild = (
-        f"delete it (and {meta_path.name}) and rerun, or run"
-        f" `snakemake --forcerun prepare_dataset {path}`"
+        f"delete it (and {meta_path.name}) and rerun snakemake, or add"
+        f" `--forcerun {path}` to your snakemake command (the prepare_dataset rule rebuilds it)"
     )
     if meta_path.is_file():
-        expected = read_json(meta_path).get("table_sha256")
+        try:
+            expected = read_json(meta_path).get("table_sha256")
+        except ValueError:
+            raise ValueError(
+                f"{meta_path} (the record of {path.name}) is damaged: not valid JSON; {rebuild}"
+            ) from None
         if expected is not None:
             actual = sha256_file(path)
             if actual != expected:

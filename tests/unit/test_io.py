@@ -61,9 +61,39 @@ def test_a_damaged_prepared_table_is_named_with_how_to_rebuild(tmp_path):
     data = bytearray(table.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte after the build
     table.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match="toy.parquet is damaged.*--forcerun prepare_dataset"):
+    with pytest.raises(ValueError, match=r"toy.parquet is damaged.*--forcerun .*toy.parquet"):
         read_prepared_table(table)
     (tmp_path / "toy.json").unlink()  # no record: still a clear message, not pyarrow's
     table.write_bytes(b"not a parquet file")
     with pytest.raises(ValueError, match="toy.parquet cannot be read"):
         read_prepared_table(table)
+
+
+def test_a_damaged_record_or_chunk_is_named_with_how_to_rebuild(tmp_path):
+    import pandas as pd
+    import pytest
+
+    from dpreg.io import (
+        read_artifact_parquet,
+        read_json,
+        read_prepared_table,
+        write_json,
+        write_parquet,
+    )
+
+    table = tmp_path / "toy.parquet"
+    write_parquet(pd.DataFrame({"x": [1.0, 2.0]}), table)
+    (tmp_path / "toy.json").write_text('{"table_sha256": "ab')  # truncated record
+    with pytest.raises(ValueError, match=r"toy.json \(the record of toy.parquet\) is damaged"):
+        read_prepared_table(table)
+    write_json({"a": 1}, tmp_path / "ref.json")
+    assert read_json(tmp_path / "ref.json") == {"a": 1}
+    (tmp_path / "ref.json").write_bytes(b"\xff\xfe{")
+    with pytest.raises(ValueError, match="ref.json is damaged: not valid JSON.*rerun snakemake"):
+        read_json(tmp_path / "ref.json")
+    assert read_artifact_parquet(table)["x"].tolist() == [1.0, 2.0]
+    table.write_bytes(table.read_bytes()[:-20])  # a truncated chunk
+    with pytest.raises(ValueError, match="toy.parquet is damaged and cannot be read.*rerun"):
+        read_artifact_parquet(table)
+    with pytest.raises(FileNotFoundError):
+        read_artifact_parquet(tmp_path / "missing.parquet")

@@ -7,10 +7,18 @@ sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 import pandas as pd  # noqa: E402
 
 from dpreg.experiments.studies import summarise_study  # noqa: E402
-from dpreg.io import read_json, write_csv, write_markdown, write_trial_rows  # noqa: E402
+from dpreg.io import (  # noqa: E402
+    read_artifact_parquet,
+    read_json,
+    write_csv,
+    write_markdown,
+    write_trial_rows,
+)
 
 params = snakemake.params.study  # noqa: F821
-runs = pd.concat([pd.read_parquet(p) for p in snakemake.input.chunks], ignore_index=True)  # noqa: F821
+# a damaged chunk is named with how to rebuild it, not left to pyarrow's message
+chunks = [read_artifact_parquet(p) for p in snakemake.input.chunks]  # noqa: F821
+runs = pd.concat(chunks, ignore_index=True)
 references = [read_json(p) for p in snakemake.input.references]  # noqa: F821
 table = summarise_study(params["kind"], runs, references)
 table.insert(0, "study", params["study"])
