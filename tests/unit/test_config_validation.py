@@ -245,3 +245,26 @@ def test_any_number_of_the_smoke_config_as_text_or_boolean_is_refused(smoke, lea
     value = str(node) if how == "text" else True
     with pytest.raises(ValueError):
         _check(_set(smoke, leaf, value))
+
+
+@pytest.fixture(scope="module")
+def paper() -> dict:
+    with open(ROOT / "config" / "config.yaml", encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("cc_fig3_socp", "params", "cross_check_kappas"), [1.0, True]),
+        (("cc_fig3_socp", "params", "cross_check_kappas"), [-10.0]),
+        (("cc_table2", "params", "horizons"), [100, True]),
+        (("cc_table2", "params", "horizons"), [-100]),
+        (("cc_table4", "params", "a_gt1"), True),
+        (("cc_table4", "params", "a_lt1"), -0.75),
+        (("liang_fig2_bound", "params", "eps_exponent"), True),
+    ],
+)
+def test_paper_config_numbers_are_checked_by_their_kind(paper, path, value):
+    with pytest.raises(ValueError, match=path[-1]):
+        check_config_references(_set(paper, ("studies", *path), value))

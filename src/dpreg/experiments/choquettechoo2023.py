@@ -282,6 +282,8 @@ def check_table_cell(cell: Mapping[str, Any]) -> None:
             if fam not in theory.SPECTRUM_FAMILIES:
                 raise ValueError(f"families: unknown {fam!r}; known {theory.SPECTRUM_FAMILIES}")
         [_int({"d": d}, "d") for d in cell.get("ds", [16, 64, 256])]
+        _float(cell, "a_lt1", 0.75)
+        _float(cell, "a_gt1", 3.0)
     elif cell["table"] == "table3":
         k = _int(cell, "participations", 1)
         limit = 128 if k == 1 else 64
@@ -296,6 +298,7 @@ def check_table_cell(cell: Mapping[str, Any]) -> None:
     else:
         _int(cell, "d", 128)
         _float(cell, "alpha", 1.0)
+        [_int({"horizons": h}, "horizons") for h in cell.get("horizons", [100, 1000, 10000])]
 
 
 def run_theory_table(
@@ -688,6 +691,9 @@ def check_socp_cell(cell: Mapping[str, Any]) -> None:
     _int(cell, "n_uniform", 500)
     _int(cell, "n_log", 500, minimum=0)
     _int(cell, "optimize_iterations", 5)
+    for kappa in cell.get("cross_check_kappas", []):
+        if _float({"cross_check_kappas": kappa}, "cross_check_kappas") < 1:
+            raise ValueError("cross_check_kappas must be >= 1 (condition numbers)")
     if _float(cell, "eta", 0.5) * _float(cell, "L", 1.0) > 1:
         raise ValueError("eta * L must be <= 1")
 

@@ -448,7 +448,7 @@ def _synthetic_spec(cell: Mapping[str, Any]) -> _SyntheticSpec:
         ),
         metric=_choice(cell.get("metric", "err_hat"), "metric", ("err_hat", "err_true", "both")),
         t_max_line=_bool(cell.get("t_max_line", False), "t_max_line"),
-        eps_exponent=float(cell.get("eps_exponent", 0.0)),
+        eps_exponent=_float(cell.get("eps_exponent", 0.0), "eps_exponent", positive=False),
     )
 
 
@@ -1252,7 +1252,7 @@ def _bound_params(cell: Mapping[str, Any]) -> dict[str, Any]:
         "rho2": rho2,
         "kappa": float(cell.get("kappa", 0.8)),
         "tau": _float(cell.get("tau", 1.0), "tau"),
-        "eps_exponent": float(cell.get("eps_exponent", 0.0)),
+        "eps_exponent": _float(cell.get("eps_exponent", 0.0), "eps_exponent", positive=False),
         "T_min": _float(cell.get("T_min", 1.0), "T_min"),
         "T_max_grid": _float(cell.get("T_max_grid", 1e5), "T_max_grid"),
         "num": _int(cell.get("num", 200), "num", minimum=2),
