@@ -197,7 +197,11 @@ def reference_datasets(config: Mapping[str, Any]) -> list[str]:
 
 
 def check_config_references(config: Mapping[str, Any]) -> None:
-    """Raise ``ValueError`` naming the offending key when a config refers to nothing."""
+    """Raise ``ValueError`` naming the offending key when a config refers to nothing.
+
+    Also runs :func:`check_no_numbers_as_text`, :func:`check_hyper_blocks` and each study
+    kind's own cell checks, so everything a dry run can catch stops it.
+    """
     from dpreg.data import dataset_names
     from dpreg.experiments.kinds import get_kind
 
@@ -231,6 +235,7 @@ def check_config_references(config: Mapping[str, Any]) -> None:
     for name in config.get("references", {}).get("datasets", []):
         if name not in datasets:
             raise ValueError(f"config references.datasets: {name!r} is not declared under datasets")
+    check_hyper_blocks(config)
     for study, spec in config.get("studies", {}).items():
         kind = get_kind(spec["kind"])
         check_chunking(study, spec)

@@ -188,6 +188,18 @@ def test_bad_config_key_stops_with_a_message_naming_it(tmp_path, repo_root):
     assert "trails" in proc.stdout + proc.stderr
 
 
+def test_a_study_name_written_twice_stops_the_dry_run(tmp_path, repo_root):
+    workdir = _copy_repo(repo_root, tmp_path / "bad")
+    text = (workdir / "config" / "smoke.yaml").read_text()
+    assert text.rstrip().splitlines()[-1].startswith("      "), "studies must be the last block"
+    # YAML (hence Snakemake) keeps the second silently: the first study would vanish
+    text = text.rstrip() + "\n  adassp_uci:\n    paper: lev2026\n"
+    (workdir / "config" / "smoke.yaml").write_text(text)
+    proc = _snakemake(workdir, "--cores", "1", "--dry-run", check=False)
+    assert proc.returncode != 0
+    assert "key 'adassp_uci' appears twice" in proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize(
     ("mutate", "needle"),
     [
@@ -196,6 +208,22 @@ def test_bad_config_key_stops_with_a_message_naming_it(tmp_path, repo_root):
         (lambda c: c["studies"]["adassp_uci"]["grid"].update({"epsilon": [0.0]}), "epsilon"),
         (lambda c: c["studies"]["adassp_uci"]["params"].update({"detla_rule": "x"}), "detla_rule"),
         (lambda c: c["datasets"]["airfoil"].update({"preprocessing": "zscore"}), "zscore"),
+        # issue 13: each of these used to pass the dry run and fail (or be ignored) later
+        (
+            lambda c: (
+                c["studies"]["adassp_uci"]["grid"].update({"estimator": ["dp_2s_gd"]}),
+                c["studies"]["adassp_uci"]["params"].pop("hyper", None),
+            ),
+            "IV estimator",
+        ),
+        (
+            lambda c: c["studies"]["lev_fig1"]["params"]["hyper"].update({"adasp": {}}),
+            "['adasp'] not run by this study",
+        ),
+        (
+            lambda c: c["studies"]["liang_fig3a"]["params"].update({"delta": "1e-5"}),
+            "liang_fig3a.params.delta: '1e-5' is text, not a number",
+        ),
     ],
 )
 def test_bad_config_values_stop_with_a_clear_message(tmp_path, repo_root, mutate, needle):

@@ -4,7 +4,6 @@ import os
 
 from dpreg.config import (
     check_config_references,
-    check_hyper_blocks,
     find_cell,
     study_cells,
     reference_datasets,
@@ -13,8 +12,7 @@ from dpreg.config import (
 from dpreg.experiments.claims import papers_with_claims
 from dpreg.seeds import job_seed
 
-check_config_references(config)
-check_hyper_blocks(config)
+check_config_references(config)  # includes check_hyper_blocks
 
 
 wildcard_constraints:
