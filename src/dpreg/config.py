@@ -232,6 +232,8 @@ def check_config_references(config: Mapping[str, Any]) -> None:
                 f"config datasets.{name}.options: unknown option(s) {unknown} for loader"
                 f" {spec['loader']!r}; allowed: {allowed}"
             )
+        _check_typed_values(params, options, f"config datasets.{name}.options")
+        _check_lev2026_bounds(name, spec["loader"], options)
     for name in config.get("references", {}).get("datasets", []):
         if name not in datasets:
             raise ValueError(f"config references.datasets: {name!r} is not declared under datasets")
@@ -416,6 +418,26 @@ def check_hyperparameters(estimator: str, values: Any, *, where: str = "hyper") 
             f"{prefix}: unknown hyperparameter(s) {unknown} for estimator {estimator!r};"
             f" it takes {allowed}"
         )
+    _check_typed_values(params, values, prefix)
+
+
+def _check_lev2026_bounds(name: str, loader: str, options: Mapping[str, Any]) -> None:
+    """Check a ``lev_*`` loader's ``bounds`` options as the loader will (no data needed)."""
+    from dpreg.data.lev2026 import BoundsSpec, is_lev2026
+
+    if not is_lev2026(loader):
+        return
+    keys = ("bounds", "bound_X_per_sqrt_d", "bound_y")
+    try:
+        BoundsSpec(**{k: options[k] for k in keys if k in options})
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"config datasets.{name}.options: {err}") from None
+
+
+def _check_typed_values(
+    params: Mapping[str, inspect.Parameter], values: Mapping[str, Any], prefix: str
+) -> None:
+    """Check values against plain ``int``/``float``/``bool``/``str`` annotations."""
     for key, value in values.items():
         if key not in params:
             continue

@@ -268,3 +268,20 @@ def paper() -> dict:
 def test_paper_config_numbers_are_checked_by_their_kind(paper, path, value):
     with pytest.raises(ValueError, match=path[-1]):
         check_config_references(_set(paper, ("studies", *path), value))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"bound_y": -3.0}, r"lev_solar.options.bound_y: must be >= 0; got -3.0"),
+        ({"bound_X_per_sqrt_d": 0}, r"bound_X_per_sqrt_d must be a finite positive number"),
+        ({"bound_y": True}, r"lev_solar.options.bound_y: must be a number; got True"),
+        ({"bounds": "data-derived"}, r"bounds must be one of"),
+        ({"split": 1.5}, r"lev_solar.options.split: must be an integer"),
+    ],
+)
+def test_bad_loader_bounds_stop_the_dry_run(smoke, options, message):
+    bad = copy.deepcopy(smoke)
+    bad["datasets"]["lev_solar"]["options"].update(options)
+    with pytest.raises(ValueError, match=message):
+        check_config_references(bad)
