@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on 127.0.0.1 for the cluster test (tests/cluster/test_slurm.py).
-# Recipe and its traps: shared/notes/slurm-local-cluster.md (no systemd; DefMemPerCPU; the
+# Recipe and its traps: docs/scaling.md, "A local SLURM for tests" (no systemd; DefMemPerCPU; the
 # executor plugin's sacct status checks hang without slurmdbd, so the test passes
 # `--slurm-status-command squeue` and reads the job-completion log instead of sacct).
 #

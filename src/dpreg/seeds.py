@@ -1,4 +1,4 @@
-"""Deterministic seeds for workflow jobs (DESIGN.md, "Seeds").
+"""Deterministic seeds for workflow jobs (docs/architecture.md, "Seeds").
 
 A job's seed is derived from the master seed and the job's wildcards through
 :class:`numpy.random.SeedSequence` and a stable hash (CRC-32 of the canonical

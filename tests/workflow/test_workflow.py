@@ -34,13 +34,16 @@ def _copy_repo(repo_root: Path, dest: Path) -> Path:
     return dest
 
 
-def _snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def _snakemake(
+    workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     proc = subprocess.run(
         [SNAKEMAKE, "--configfile", "config/smoke.yaml", *args],
         cwd=workdir,
         capture_output=True,
         text=True,
         timeout=900,
+        env=env,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
@@ -132,6 +135,22 @@ def test_job_benchmarks_table_covers_every_chunk_job(smoke_run):
 def test_second_run_has_nothing_to_do(smoke_run):
     proc = _snakemake(smoke_run, "--cores", "1", "--dry-run")
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_mirror_is_not_identity(smoke_run, tmp_path):
+    """Where a file came from never changes what depends on it (the sha256 is the identity).
+
+    The same workflow without a mirror, and with the mirror moved, has nothing to rerun.
+    """
+    mirror = os.environ.get("DPREG_DATA_MIRROR")
+    if not mirror:
+        pytest.skip("the smoke run used downloads, not a mirror")
+    without = {k: v for k, v in os.environ.items() if k != "DPREG_DATA_MIRROR"}
+    moved = tmp_path / "moved-mirror"
+    moved.symlink_to(Path(mirror).resolve(), target_is_directory=True)
+    for env in (without, {**without, "DPREG_DATA_MIRROR": str(moved)}):
+        proc = _snakemake(smoke_run, "--cores", "1", "--dry-run", env=env)
+        assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout
 
 
 def test_report_builds(smoke_run):
@@ -402,7 +421,7 @@ def test_slurm_run_equals_local_run(smoke_run, slurm_cluster, tmp_path, repo_roo
             "workflow/profiles/slurm",
             "--default-resources",
             "slurm_partition=dpreg",
-            "--slurm-status-command",  # no slurmdbd here: sacct would hang (notes)
+            "--slurm-status-command",  # no slurmdbd here: sacct would hang (docs/scaling.md)
             "squeue",
             "--jobs",
             "4",

@@ -9,6 +9,7 @@ from dpreg.config import (
     reference_datasets,
     study_datasets,
 )
+from dpreg.experiments.captions import study_caption
 from dpreg.experiments.claims import papers_with_claims
 from dpreg.seeds import job_seed
 
@@ -76,10 +77,6 @@ def estimator_benchmark_paths():
     if os.path.exists("benchmarks/results/estimators.csv"):
         return ["results/benchmarks/estimators.csv"]
     return []
-
-
-def data_mirror():
-    return os.environ.get("DPREG_DATA_MIRROR") or config["data"].get("mirror")
 
 
 def dataset_spec(wildcards):

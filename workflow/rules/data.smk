@@ -9,11 +9,12 @@ rule prepare_dataset:
         "logs/data/{dataset}.log",
     conda:
         "../envs/dpreg.yaml"
+    # Only what the dataset is (its config entry and seed) is a parameter. Where its
+    # files come from (DPREG_DATA_MIRROR, data.mirror, data.allow_download) is read
+    # inside the job: a file's identity is its manifest sha256, so moving or unsetting
+    # the mirror must not rebuild anything (tests/workflow: test_mirror_is_not_identity).
     params:
         spec=dataset_spec,
         seed=dataset_seed,
-        mirror=data_mirror(),
-        allow_download=config["data"].get("allow_download", True),
-        download_dir="resources/downloads",
     script:
         "../scripts/prepare_dataset.py"

@@ -18,5 +18,6 @@ rule study_figure:
         "../envs/dpreg.yaml"
     params:
         study=study_params,
+        caption=lambda wildcards: study_caption(wildcards.study, config, "figure"),
     script:
         "../scripts/study_figure.py"

@@ -20,5 +20,6 @@ rule study_table:
         "../envs/dpreg.yaml"
     params:
         study=study_params,
+        caption=lambda wildcards: study_caption(wildcards.study, config, "table"),
     script:
         "../scripts/study_table.py"

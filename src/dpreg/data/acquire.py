@@ -34,6 +34,7 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from dpreg.data.manifest import ManifestEntry, load_manifest
 
@@ -43,6 +44,7 @@ __all__ = [
     "DataIntegrityError",
     "DataUnavailableError",
     "fetch",
+    "source_settings",
     "sha256_file",
 ]
 
@@ -52,6 +54,44 @@ logger = logging.getLogger(__name__)
 MIRROR_ENV = "DPREG_DATA_MIRROR"
 
 _CHUNK = 1 << 20
+
+#: Where the workflow keeps downloaded files (the mirror layout, under ``resources/``).
+DOWNLOAD_DIR = "resources/downloads"
+
+
+def source_settings(data_config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Where a workflow job fetches files from: ``mirror``, ``allow_download``, ``dest_dir``.
+
+    The config's ``data`` block and ``$DPREG_DATA_MIRROR`` (which wins) say where files
+    come from, never what they are: a file's identity is its manifest sha256, verified on
+    every fetch. The workflow therefore reads these settings inside the job rather than
+    passing them as rule parameters, which Snakemake would treat as part of the job's
+    identity (moving or unsetting the mirror would rebuild every dataset;
+    ``docs/architecture.md``, "Data").
+
+    Parameters
+    ----------
+    data_config : mapping or None
+        The config's ``data`` block (keys ``mirror``, ``allow_download``).
+
+    Returns
+    -------
+    dict
+        Keyword arguments for :func:`fetch` (``mirror`` is ``None`` when neither the
+        environment nor the config names one).
+
+    Examples
+    --------
+    >>> settings = source_settings({"mirror": None, "allow_download": False})
+    >>> settings["allow_download"], settings["dest_dir"]
+    (False, 'resources/downloads')
+    """
+    data_config = dict(data_config or {})
+    mirror = os.environ.get(MIRROR_ENV) or data_config.get("mirror")
+    allow_download = data_config.get("allow_download", True)
+    if not isinstance(allow_download, bool):
+        raise TypeError(f"data.allow_download must be true or false; got {allow_download!r}")
+    return {"mirror": mirror, "allow_download": allow_download, "dest_dir": DOWNLOAD_DIR}
 
 
 class DataIntegrityError(ValueError):

@@ -1,4 +1,4 @@
-"""Estimators: one module per family, every estimator a plain function (DESIGN.md contract).
+"""Estimators: one module per family, every estimator a plain function (docs/architecture.md).
 
 Importing this package registers every estimator in :data:`ESTIMATORS`.
 """

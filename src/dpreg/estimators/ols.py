@@ -7,7 +7,7 @@
 * :func:`fit_ols` -- OLS under the estimator contract (registry name ``"ols"``), the
   noiseless baseline of every DP regression study.
 
-Naming follows DESIGN.md: ``y`` is the outcome, ``X`` the regressors (endogenous in
+Naming follows docs/architecture.md: ``y`` is the outcome, ``X`` the regressors (endogenous in
 2SLS), ``Z`` the excluded instruments and ``W`` the exogenous controls; statsmodels'
 ``endog``/``exog`` appear only at the call into statsmodels.
 """

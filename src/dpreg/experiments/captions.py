@@ -1,0 +1,249 @@
+"""Report captions, one per study, built from the study's own config entry.
+
+A caption says what this study is (its title, paper, kind and grid), what the figure or
+table of its kind shows, where its data bounds come from, and where its claims are
+checked. Nothing in a caption is shared by studies that differ: two studies of one kind
+still differ in title, grid and fixed parameters, and an ``eps_grid`` study says
+whether its datasets' bounds are public or read off the data.
+
+The workflow passes :func:`study_caption` as a rule parameter of ``study_figure`` and
+``study_table`` (``workflow/report/study_figure.rst`` prints it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+__all__ = ["FIGURE_DESCRIPTIONS", "TABLE_DESCRIPTIONS", "study_caption"]
+
+#: What the figure of each study kind draws (axes, marks, bands, reference lines).
+FIGURE_DESCRIPTIONS: dict[str, str] = {
+    "eps_grid": (
+        "Train MSE against epsilon (log axes), one panel per dataset and one line per "
+        "estimator: mean over trials with a 95% band (mean +/- 1.96 SE); the dashed line "
+        "is non-private OLS."
+    ),
+    "lev_table2": (
+        "Per-dataset quantities of Lev et al. Table 2 computed on our data (n, d, L/n, "
+        "the eigenvalue indicator and the IHM/AdaSSP error ratios) beside the paper's "
+        "printed values."
+    ),
+    "lev_clipping": (
+        "Left: fraction of rows IHM clips against epsilon; right: train MSE of each "
+        "estimator against epsilon with a 95% band, on the synthetic MLP-feature data."
+    ),
+    "iv_bound_curve": (
+        "The error bound (7) of Liang et al. against the number of iterations T (log "
+        "axes), evaluated with unit constants; it shows the trend, not a value."
+    ),
+    "iv_synthetic": (
+        "Error of the IV estimate against the study's x-axis (log axes), one line per "
+        "series of the grid: mean over trials with error bars of the standard error."
+    ),
+    "iv_angrist": (
+        "DP-2S-GD on the Angrist-Evans sample: the iterates of beta over t (mean with a "
+        "standard-error band) against the non-private 2SLS estimate (dashed)."
+    ),
+    "brown_error_vs_dim": (
+        "Error of DP-GD and the baselines against the dimension p at n = 100 p (log x), "
+        "mean with a 95% band."
+    ),
+    "brown_cost_of_privacy": (
+        "Mean error against n (log axes) of DP-GD, AdaSSP and OLS: the cost of privacy "
+        "is the gap to OLS."
+    ),
+    "brown_clip_heatmap": (
+        "Fraction of per-example gradients clipped by DP-GD, over the dimension p "
+        "(n = 100 p) and the clipping threshold gamma."
+    ),
+    "brown_bias_variance": (
+        "Squared error of DP-GD against the clipping threshold gamma (log axes); labels "
+        "give the percentage of gradients clipped."
+    ),
+    "brown_error_vs_clipping": (
+        "Mean distance of DP-GD's last iterate to OLS against the fraction of gradients "
+        "clipped (log y), one line per number of steps T."
+    ),
+    "brown_ci": (
+        "Left: coverage of the confidence intervals for theta_j against the total number "
+        "of gradient iterations N = mT (nominal level solid; the Huber target dotted); "
+        "right: mean interval length (log axes) with the non-private OLS length dashed."
+    ),
+    "varshney_sim": (
+        "Excess risk (1/2)||w - w*||_H^2 of each method against the study's x-axis (log "
+        "axes): median with a 10-90% quantile band over trials; for E5 the sample "
+        "size N*(d) at which the median is within twice the non-private one."
+    ),
+    "varshney_diagnostics": (
+        "The adaptive clip of DP-AMBSSGD over steps t against the quantities it tracks: "
+        "median with a 10-90% quantile band over trials."
+    ),
+    "ftrl_mean_ratio": (
+        "Mean estimation: ratio of the asymptotic error of the optimal correlated noise "
+        "to DP-SGD's against the learning rate eta, the optimal coefficients beta*_t and "
+        "their spectrum."
+    ),
+    "ftrl_theory_table": (
+        "The closed-form quantities of the table (asymptotic suboptimality or the "
+        "prefix-sum error of each mechanism) drawn as bars or lines per mechanism."
+    ),
+    "ftrl_linreg_sim": (
+        "Asymptotic suboptimality F_inf of each mechanism against the study's x-axis "
+        "(log axes): simulated mean with standard-error bars beside the exact LTI value."
+    ),
+    "ftrl_socp_bound": (
+        "Theorem 3.1's bound on F_inf against the condition number kappa (log axes) per "
+        "mechanism, and its ratio to Noisy-SGD."
+    ),
+    "ftrl_quoted": (
+        "Accuracies QUOTED from the paper's deep-learning experiments (not reproduced: "
+        "out of CPU scope), drawn as bars."
+    ),
+    "privacy_audit": (
+        "Empirical privacy audit (docs/privacy.md, 'Empirical privacy audit'). One row per "
+        "estimator, canary and claim: a bar at the epsilon the claim allows at the audit's "
+        "delta, and the audited lower bounds on epsilon from the held-out threshold test "
+        "(circles, valid with probability 1 - alpha) and, for releases that are exactly "
+        "Gaussian given the data, from the Gaussian-DP interval (squares); green pass, "
+        "red fail, orange expected-fail. An audit is a lower bound: events of probability "
+        "about delta are invisible to it, and canaries are designed, not searched."
+    ),
+}
+
+#: What the table of each study kind holds (beyond the study's grid columns).
+TABLE_DESCRIPTIONS: dict[str, str] = {
+    "eps_grid": (
+        "Train MSE per dataset, estimator and epsilon over independent trials: mean, "
+        "standard deviation, standard error, 95% band (mean +/- 1.96 SE), median, and "
+        "the non-private OLS train MSE."
+    ),
+    "privacy_audit": (
+        "One row per estimator, canary and claim: the neighbouring relation, the claim, "
+        "trials per side, the claimed epsilon at delta, the audited lower bound "
+        "(threshold test, Clopper-Pearson), the Gaussian-DP estimate mu with its "
+        "interval against the claimed mu where the release is Gaussian, and the verdict."
+    ),
+}
+
+#: Kinds that run the lev2026 estimators on prepared datasets (their bounds matter).
+_REGRESSION_DATA_KINDS = frozenset({"eps_grid", "lev_table2"})
+
+_GENERIC_TABLE = (
+    "Per grid cell, the aggregates over trials of what the figure draws (mean, standard "
+    "error and the kind's own statistics); every column is deterministic."
+)
+
+
+def _values(values: Any) -> str:
+    if isinstance(values, Mapping):
+        return "{" + ", ".join(f"{k}: {_values(v)}" for k, v in values.items()) + "}"
+    values = values if isinstance(values, list) else [values]
+    shown = [str(v) for v in values[:8]]
+    more = f", ... ({len(values)} values)" if len(values) > 8 else ""
+    return ", ".join(shown) + more
+
+
+def _bounds_sentence(study: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+    datasets = (study.get("grid") or {}).get("dataset") or (study.get("params") or {}).get(
+        "dataset"
+    )
+    if datasets is None:
+        return ""
+    names = datasets if isinstance(datasets, list) else [datasets]
+    specs = config.get("datasets") or {}
+    derived = [
+        n
+        for n in names
+        if ((specs.get(n) or {}).get("options") or {}).get("bounds") == "data_derived"
+        or (specs.get(n) or {}).get("preprocessing") == "lev2026"
+    ]
+    if not derived:
+        return (
+            " Data bounds are public constants (docs/lev2026-data.md), inside the "
+            "privacy guarantee."
+        )
+    if len(derived) == len(names):
+        return (
+            " Rows are scaled to max norm 1 and |y| to max 1 with factors read off the "
+            "data, as the authors' code does: these bounds are NOT private "
+            "(docs/deviations.md)."
+        )
+    return (
+        f" Datasets {', '.join(derived)} use bounds read off the data (NOT private, "
+        "docs/deviations.md); the others use public bounds."
+    )
+
+
+def study_caption(
+    name: str,
+    config: Mapping[str, Any],
+    what: Literal["figure", "table"] = "figure",
+) -> str:
+    """Return the report caption of one study's figure or table.
+
+    Parameters
+    ----------
+    name : str
+        The study's name (a key of ``config["studies"]``).
+    config : mapping
+        The whole workflow config (the study's datasets are looked up in it).
+    what : {"figure", "table"}
+        Which artifact the caption is for.
+
+    Returns
+    -------
+    str
+        reStructuredText: the study's title and name, its paper and kind, what the
+        artifact shows, the grid and fixed parameters, the trials per cell and where
+        the paper's claims are checked.
+
+    Examples
+    --------
+    >>> cfg = {"studies": {"s": {"kind": "eps_grid", "paper": "lev2026", "title": "T",
+    ...        "grid": {"epsilon": [0.1, 1]}, "params": {"trials": 10}}}}
+    >>> print(study_caption("s", cfg).splitlines()[0])
+    **T** (study ``s``, paper ``lev2026``, kind ``eps_grid``).
+    """
+    if what not in ("figure", "table"):
+        raise ValueError(f"what must be 'figure' or 'table'; got {what!r}")
+    study = config["studies"][name]
+    kind, paper = study["kind"], study.get("paper", "")
+    title = str(study.get("title") or name)
+    lines = [f"**{title}** (study ``{name}``, paper ``{paper}``, kind ``{kind}``)."]
+    if what == "figure":
+        text = FIGURE_DESCRIPTIONS.get(kind)
+        if text is None:
+            raise KeyError(f"no figure description for study kind {kind!r} (captions.py)")
+    else:
+        text = TABLE_DESCRIPTIONS.get(kind, _GENERIC_TABLE)
+    lines.append("")
+    bounds = _bounds_sentence(study, config) if kind in _REGRESSION_DATA_KINDS else ""
+    lines.append(text + bounds)
+    grid = study.get("grid") or {}
+    params = study.get("params") or {}
+    lines.append("")
+    if grid:
+        axes = "; ".join(f"{axis}: {_values(v)}" for axis, v in grid.items())
+        lines.append(f"Grid ({axis_count(grid)} cells): {axes}.")
+    else:
+        lines.append("One cell (no grid).")
+    fixed = {k: v for k, v in params.items() if k not in ("title",)}
+    if fixed:
+        shown = ", ".join(f"{k}={_values(v)}" for k, v in sorted(fixed.items()))
+        lines.append(f"Fixed: {shown}.")
+    if "trials" in study:
+        lines.append(f"Trials per cell: {study['trials']}.")
+    lines.append(
+        f"Claims of this paper are checked in ``results/tables/{paper}/claims/`` (rows with "
+        f"study ``{name}``); per-trial rows in ``results/tables/{paper}/{name}.trials.parquet``."
+    )
+    return "\n".join(lines)
+
+
+def axis_count(grid: Mapping[str, Any]) -> int:
+    """Return the number of cells of a grid (the product of its axes' lengths)."""
+    count = 1
+    for values in grid.values():
+        count *= len(values) if isinstance(values, list) else 1
+    return count
