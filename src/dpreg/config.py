@@ -191,9 +191,16 @@ def study_datasets(config: Mapping[str, Any], study: str) -> list[str]:
 
 
 def reference_datasets(config: Mapping[str, Any]) -> list[str]:
-    """Datasets that get a non-private reference (enabled ones only)."""
+    """Return the datasets that get a non-private reference (enabled ones only).
+
+    Every dataset a study reads, in study order, then the config's
+    ``references.extra`` (datasets no study reads whose reference is still wanted):
+    the list is derived from the studies, never written out by hand.
+    """
     skip = disabled_datasets(config)
-    return [n for n in config.get("references", {}).get("datasets", []) if n not in skip]
+    names = [n for study in config.get("studies", {}) for n in study_datasets(config, study)]
+    names += [n for n in (config.get("references") or {}).get("extra", []) if n not in skip]
+    return list(dict.fromkeys(names))
 
 
 def check_config_references(config: Mapping[str, Any]) -> None:
@@ -234,9 +241,9 @@ def check_config_references(config: Mapping[str, Any]) -> None:
             )
         _check_typed_values(params, options, f"config datasets.{name}.options")
         _check_lev2026_bounds(name, spec["loader"], options)
-    for name in config.get("references", {}).get("datasets", []):
+    for name in (config.get("references") or {}).get("extra", []):
         if name not in datasets:
-            raise ValueError(f"config references.datasets: {name!r} is not declared under datasets")
+            raise ValueError(f"config references.extra: {name!r} is not declared under datasets")
     check_hyper_blocks(config)
     for study, spec in config.get("studies", {}).items():
         kind = get_kind(spec["kind"])

@@ -74,8 +74,10 @@ def smoke_config(repo_root):
 
 
 def test_every_expected_artifact_is_present_and_well_formed(smoke_run, smoke_config):
+    from dpreg.config import reference_datasets
+
     results = smoke_run / "results"
-    for name in smoke_config["references"]["datasets"]:
+    for name in reference_datasets(smoke_config):
         ref = json.loads((results / "references" / f"{name}.json").read_text())
         assert ref["dataset"] == name
         assert len(ref["ols"]["params"]) == ref["d"]
@@ -119,7 +121,7 @@ def test_every_expected_artifact_is_present_and_well_formed(smoke_run, smoke_con
         assert len(claims) > 0
         assert set(claims["passed"]) <= {"yes", "NO", "n/a"}
     manifest = (results / "MANIFEST.sha256").read_text().splitlines()
-    assert len(manifest) >= len(smoke_config["references"]["datasets"]) + 2
+    assert len(manifest) >= len(reference_datasets(smoke_config)) + 2
 
 
 def test_job_benchmarks_table_covers_every_chunk_job(smoke_run):
@@ -278,7 +280,7 @@ def _subset_workdir(repo_root: Path, dest: Path, studies: list[str]) -> Path:
             )
         )
         config["datasets"] = dict([first])
-    config["references"] = {"datasets": sorted(names)}
+    config["references"] = {"extra": []}
     (workdir / "config" / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return workdir
 
@@ -286,7 +288,9 @@ def _subset_workdir(repo_root: Path, dest: Path, studies: list[str]) -> Path:
 def _subset_artifacts(workdir: Path, config: dict) -> dict[str, bytes]:
     """The subset's own study outputs and references (claims depend on every study)."""
     wanted = {f"/{spec['paper']}/{name}." for name, spec in config["studies"].items()}
-    references = {f"results/references/{name}.json" for name in config["references"]["datasets"]}
+    from dpreg.config import reference_datasets
+
+    references = {f"results/references/{name}.json" for name in reference_datasets(config)}
     return {
         name: data
         for name, data in _deterministic_artifacts(workdir).items()
