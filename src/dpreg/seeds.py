@@ -20,20 +20,32 @@ def wildcard_key(wildcards: Mapping[str, object]) -> str:
 
 
 def job_seed(master_seed: int, wildcards: Mapping[str, object]) -> int:
-    """Return the 64-bit seed of one job.
+    """Return the 64-bit seed named by a set of keys (a dataset, or a seed block).
+
+    Studies never seed a chunk: their trials draw from :func:`block_seed`, so results do
+    not depend on how trials are chunked (``docs/architecture.md``, "Seeds"). This
+    function seeds a dataset's random preprocessing (``{"dataset": name}``) and is the
+    hash behind :func:`block_seed`.
 
     Parameters
     ----------
     master_seed : int
         The config's single ``seed``.
     wildcards : mapping
-        The job's wildcards (study, dataset, estimator, grid values, chunk...).
+        The keys naming what is seeded, e.g. ``{"dataset": "lev_pol"}``.
 
     Returns
     -------
     int
-        ``SeedSequence([master_seed, crc32(key)]).generate_state(1, uint64)[0]``,
-        recorded in every result row so a single chunk can be re-run alone.
+        ``SeedSequence([master_seed, crc32(key)]).generate_state(1, uint64)[0]`` with
+        ``key`` = :func:`wildcard_key`.
+
+    Examples
+    --------
+    >>> job_seed(20261122, {"dataset": "lev_pol"}) == job_seed(20261122, {"dataset": "lev_pol"})
+    True
+    >>> job_seed(1, {"a": 1, "b": 2}) == job_seed(1, {"b": 2, "a": 1})  # order-free
+    True
     """
     if isinstance(master_seed, bool) or not isinstance(master_seed, int | np.integer):
         raise TypeError(f"master_seed must be an int; got {master_seed!r}")
