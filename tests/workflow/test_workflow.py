@@ -156,9 +156,21 @@ def test_mirror_is_not_identity(smoke_run, tmp_path):
 
 
 def test_report_builds(smoke_run):
+    from dpreg.experiments.captions import study_caption
+
     _snakemake(smoke_run, "--report", "report.html")
     html = (smoke_run / "report.html").read_text(errors="replace")
     assert "<html" in html.lower()
+    # Every study's figure and table carry its own caption, rendered without RST errors.
+    assert "system-message" not in html and "problematic" not in html
+    config = yaml.safe_load((smoke_run / "config" / "smoke.yaml").read_text())
+    for name, study in config["studies"].items():
+        title = str(study.get("title") or name)
+        caption = study_caption(name, config)
+        literal = f'study <tt class=\\"docutils literal\\">{name}</tt>'  # JSON-escaped
+        assert html.count(literal) >= 2, name
+        assert title.replace('"', '\\"') in html, title
+        assert "Grid (" in caption or "One cell" in caption
 
 
 def _rechunked(config: dict) -> dict:

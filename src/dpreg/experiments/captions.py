@@ -71,9 +71,9 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
         "right: mean interval length (log axes) with the non-private OLS length dashed."
     ),
     "varshney_sim": (
-        "Excess risk (1/2)||w - w*||_H^2 of each method against the study's x-axis (log "
-        "axes): median with a 10-90% quantile band over trials; for E5 the sample "
-        "size N*(d) at which the median is within twice the non-private one."
+        "Excess risk (half the squared H-norm of w - w_star) of each method against the "
+        "study's x-axis (log axes): median with a 10-90% quantile band over trials; for E5 "
+        "the sample size N_star(d) at which the median is within twice the non-private one."
     ),
     "varshney_diagnostics": (
         "The adaptive clip of DP-AMBSSGD over steps t against the quantities it tracks: "
@@ -81,7 +81,7 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
     ),
     "ftrl_mean_ratio": (
         "Mean estimation: ratio of the asymptotic error of the optimal correlated noise "
-        "to DP-SGD's against the learning rate eta, the optimal coefficients beta*_t and "
+        "to DP-SGD's against the learning rate eta, the optimal coefficients beta_star_t and "
         "their spectrum."
     ),
     "ftrl_theory_table": (
@@ -135,6 +135,13 @@ _GENERIC_TABLE = (
 )
 
 
+def _rst_text(text: str) -> str:
+    """Escape the characters that reStructuredText would read as markup."""
+    for char in ("\\", "*", "|", "`"):
+        text = text.replace(char, "\\" + char)
+    return text
+
+
 def _values(values: Any) -> str:
     if isinstance(values, Mapping):
         return "{" + ", ".join(f"{k}: {_values(v)}" for k, v in values.items()) + "}"
@@ -165,7 +172,7 @@ def _bounds_sentence(study: Mapping[str, Any], config: Mapping[str, Any]) -> str
         )
     if len(derived) == len(names):
         return (
-            " Rows are scaled to max norm 1 and |y| to max 1 with factors read off the "
+            " Rows are scaled to max norm 1 and y to max abs(y) 1 with factors read off the "
             "data, as the authors' code does: these bounds are NOT private "
             "(docs/deviations.md)."
         )
@@ -209,7 +216,7 @@ def study_caption(
         raise ValueError(f"what must be 'figure' or 'table'; got {what!r}")
     study = config["studies"][name]
     kind, paper = study["kind"], study.get("paper", "")
-    title = str(study.get("title") or name)
+    title = _rst_text(str(study.get("title") or name))
     lines = [f"**{title}** (study ``{name}``, paper ``{paper}``, kind ``{kind}``)."]
     if what == "figure":
         text = FIGURE_DESCRIPTIONS.get(kind)
