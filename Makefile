@@ -42,6 +42,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/snakefmt --check Snakefile workflow/
 	$(BIN)/snakemake --lint
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf results resources logs benchmarks/runs .snakemake report.html

@@ -13,8 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from dpreg.privacy.budgets import ZCDP, ApproxDP
-
 
 def _as_real_array(value: Any, name: str) -> np.ndarray:
     """``value`` as float64, refusing complex, boolean-only confusion, strings and objects.
@@ -186,15 +184,6 @@ def check_rng(rng: Any) -> np.random.Generator:
     return rng
 
 
-def check_budget(budget: Any, kind: type | tuple[type, ...] = (ZCDP, ApproxDP)) -> Any:
-    """Require a budget object of the given kind(s)."""
-    if not isinstance(budget, kind):
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        names = " or ".join(k.__name__ for k in kinds)
-        raise TypeError(f"budget must be a {names} instance; got {budget!r}")
-    return budget
-
-
 def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     """Require ``value`` to be one of ``choices``."""
     if value not in choices:
@@ -215,10 +204,3 @@ def check_bounded_design(
     check_row_norm_bound(y, bound_y, "y", "bound_y")
     n, d = X.shape  # per trial: Gram-sized releases and one residual per row
     return X, y, check_trials(trials, bytes_per_trial=8 * (3 * d * d + n + 4 * d)), check_rng(rng)
-
-
-def check_approx_dp_budget(budget: Any) -> tuple[float, float]:
-    """Require an :class:`ApproxDP` budget; return ``(epsilon, delta)`` (epsilon may be inf)."""
-    check_budget(budget, ApproxDP)
-    epsilon = check_positive(budget.epsilon, "budget.epsilon", allow_inf=True)
-    return epsilon, check_probability(budget.delta, "budget.delta")

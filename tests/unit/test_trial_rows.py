@@ -96,7 +96,7 @@ def test_a_kind_returning_a_timing_column_is_refused(monkeypatch):
         return rows.assign(wall_time_s=0.1)
 
     monkeypatch.setitem(
-        kinds.STUDY_KINDS, "timed", dataclasses.replace(base, name="timed", run=timed)
+        kinds._KINDS, "timed", dataclasses.replace(base, name="timed", run=timed)
     )
     config = yaml.safe_load(SMOKE.read_text())
     _, cell, _ = _first_chunk(config, "cc_fig4_quoted", trials=1)

@@ -16,13 +16,8 @@ from dpreg.data.acquire import (
     sha256_file,
 )
 from dpreg.data.angrist import load_angev98, load_angrist_fertility
-from dpreg.data.datasets import (
-    DATASET_LOADERS,
-    Dataset,
-    dataset_names,
-    load_dataset,
-    register_dataset,
-)
+from dpreg.data.datasets import Dataset
+from dpreg.data.loaders import DATASET_LOADERS, dataset_names, load_dataset, register_dataset
 from dpreg.data.manifest import MANIFEST_ENV, ManifestEntry, load_manifest
 from dpreg.data.preprocess import (
     center,

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg.data.acquire import DataUnavailableError, fetch, sha256_file
-from dpreg.data.datasets import Dataset, register_dataset
+from dpreg.data.datasets import Dataset
 
 __all__ = ["FERTILITY_CONTROLS", "load_angev98", "load_angrist_fertility"]
 
@@ -311,5 +311,5 @@ def _decode_numeric(col: pd.Series) -> pd.Series:
     return pd.to_numeric(col, errors="raise")
 
 
-register_dataset("angrist_fertility", load_angrist_fertility, replace_existing=True)
-register_dataset("angev98", load_angev98, replace_existing=True)
+#: The loaders of this module by dataset name (the registry is :mod:`dpreg.data.loaders`).
+LOADERS = {"angrist_fertility": load_angrist_fertility, "angev98": load_angev98}

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -14,11 +13,7 @@ import pandas as pd
 from dpreg._validation import check_matrix, check_vector
 
 __all__ = [
-    "DATASET_LOADERS",
     "Dataset",
-    "dataset_names",
-    "load_dataset",
-    "register_dataset",
 ]
 
 _ATTRS_KEY = "dpreg"
@@ -289,71 +284,3 @@ class Dataset:
             description=description if description is not None else meta.get("description", ""),
             preprocessing=tuple(meta.get("preprocessing", [])),
         )
-
-
-# --------------------------------------------------------------------------- registry
-
-Loader = Callable[..., Dataset]
-_REGISTRY: dict[str, Loader] = {}
-
-#: Read-only live view of the registry: name -> ``loader(**options) -> Dataset``. Every
-#: built-in loader accepts ``fetcher=`` (a callable ``entry_id -> Path``, e.g.
-#: ``functools.partial(fetch, mirror=..., dest_dir=...)``); UCI loaders also ``split=``.
-DATASET_LOADERS: Mapping[str, Loader] = MappingProxyType(_REGISTRY)
-
-
-def register_dataset(name: str, loader: Loader, *, replace_existing: bool = False) -> None:
-    """Register ``loader(**options) -> Dataset`` under ``name``.
-
-    Parameters
-    ----------
-    name : str
-        Registry key (lower case).
-    loader : callable
-        Called as ``loader(**options)``; must return a :class:`Dataset`.
-    replace_existing : bool, default False
-        Allow overriding an existing name.
-    """
-    if not replace_existing and name in _REGISTRY:
-        raise ValueError(f"dataset {name!r} is already registered")
-    _REGISTRY[name] = loader
-
-
-def dataset_names() -> list[str]:
-    """Return the registered dataset names, sorted."""
-    _ensure_builtin()
-    return sorted(_REGISTRY)
-
-
-def load_dataset(name: str, **options: Any) -> Dataset:
-    """Load a registered dataset by name.
-
-    Parameters
-    ----------
-    name : str
-        One of :func:`dataset_names`: every ``uci_datasets`` set with data in the
-        manifest (``"airfoil"``, ``"autompg"``, ...), ``"angrist_fertility"`` and
-        ``"angev98"``.
-    **options
-        Passed to the loader, e.g. ``fetcher=``, ``split=`` (UCI) or ``controls=``
-        (Angrist).
-
-    Returns
-    -------
-    Dataset
-
-    Raises
-    ------
-    ValueError
-        Unknown name (the message lists the known ones).
-    """
-    _ensure_builtin()
-    loader = _REGISTRY.get(name)
-    if loader is None:
-        raise ValueError(f"unknown dataset {name!r}; known datasets: {', '.join(dataset_names())}")
-    return loader(**options)
-
-
-def _ensure_builtin() -> None:
-    # Importing the loader modules registers them (kept lazy to avoid import cycles).
-    from dpreg.data import angrist, lev2026, uci  # noqa: F401

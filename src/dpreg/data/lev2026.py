@@ -61,7 +61,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg.data.acquire import fetch, sha256_file
-from dpreg.data.datasets import Dataset, register_dataset
+from dpreg.data.datasets import Dataset
 from dpreg.data.preprocess import (
     clip_to_public_bounds,
     rms_scale,
@@ -612,5 +612,5 @@ _LOADERS: dict[str, Callable[..., Dataset]] = {
     reg: _make_loader(info) for reg, info in LEV2026_DATASETS.items()
 }
 
-for _reg, _loader in _LOADERS.items():
-    register_dataset(_reg, _loader, replace_existing=True)
+#: The loaders of this module by dataset name (the registry is :mod:`dpreg.data.loaders`).
+LOADERS = _LOADERS

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from dpreg.data.acquire import fetch
-from dpreg.data.datasets import load_dataset
 from dpreg.data.lev2026 import held_out_rows as lev2026_held_out_rows
 from dpreg.data.lev2026 import is_lev2026, lev2026_kind
+from dpreg.data.loaders import load_dataset
 from dpreg.data.preprocess import preprocess_lev2026
 from dpreg.data.uci import UCI_NAMES
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg.data.acquire import fetch, sha256_file
-from dpreg.data.datasets import Dataset, register_dataset
+from dpreg.data.datasets import Dataset
 
 __all__ = ["UCI_NAMES", "load_uci"]
 
@@ -132,5 +132,5 @@ def load_uci(name: str, *, fetcher: Fetcher = fetch, split: int | None = None) -
     )
 
 
-for _name in UCI_NAMES:
-    register_dataset(_name, partial(load_uci, _name), replace_existing=True)
+#: The loaders of this module by dataset name (the registry is :mod:`dpreg.data.loaders`).
+LOADERS: dict[str, Callable[..., Dataset]] = {name: partial(load_uci, name) for name in UCI_NAMES}

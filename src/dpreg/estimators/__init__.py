@@ -1,18 +1,9 @@
 """Estimators: one module per family, every estimator a plain function (docs/architecture.md).
 
-Importing this package registers every estimator in :data:`ESTIMATORS`.
+:data:`ESTIMATORS` maps config names to the functions; the table is
+:data:`dpreg.estimators.registry.BUILTIN_ESTIMATORS`.
 """
 
-from dpreg.estimators import (  # noqa: F401  (registers)
-    adassp,
-    ambssgd,
-    dpgd,
-    ftrl,
-    ihm,
-    iv,
-    ols,
-    sketch,
-)
-from dpreg.estimators.registry import ESTIMATORS, get_estimator, register
+from dpreg.estimators.registry import BUILTIN_ESTIMATORS, ESTIMATORS, get_estimator, register
 
-__all__ = ["ESTIMATORS", "get_estimator", "register"]
+__all__ = ["BUILTIN_ESTIMATORS", "ESTIMATORS", "get_estimator", "register"]

@@ -21,16 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpreg._validation import (
-    check_approx_dp_budget,
-    check_bounded_design,
-    check_budget,
-    check_choice,
-    check_positive,
-    check_probability,
-)
-from dpreg.estimators.registry import register
-from dpreg.privacy.budgets import ApproxDP
+from dpreg._validation import check_bounded_design, check_choice, check_positive, check_probability
+from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import (
     analytic_gaussian_sigma,
     gaussian_delta,
@@ -274,7 +266,6 @@ def _certified_budget(
     return ApproxDP(spent, delta)
 
 
-@register("adassp")
 def fit_adassp(
     X: np.ndarray,
     y: np.ndarray,

@@ -35,7 +35,6 @@ import numpy as np
 
 from dpreg._validation import (
     _as_real_array,
-    check_budget,
     check_choice,
     check_matrix,
     check_positive,
@@ -61,8 +60,7 @@ from dpreg.estimators.ambssgd_privacy import (
     fixed_clip_noise_multiplier,
     noise_multiplier_from_rho,
 )
-from dpreg.estimators.registry import register
-from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget
+from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget, check_budget
 from dpreg.privacy.conversions import zcdp_to_eps
 from dpreg.results import Fit
 
@@ -260,7 +258,6 @@ def _fit(
     return Fit(theta=theta, budget_spent=spent, estimator=name, diagnostics=diagnostics)
 
 
-@register("dp_ambssgd")
 def fit_dp_ambssgd(
     X: Any,
     y: Any,
@@ -356,7 +353,6 @@ def fit_dp_ambssgd(
     )  # fmt: skip
 
 
-@register("dp_ambssgd_fixedclip")
 def fit_dp_ambssgd_fixedclip(
     X: Any,
     y: Any,
@@ -394,7 +390,6 @@ def fit_dp_ambssgd_fixedclip(
     )  # fmt: skip
 
 
-@register("dp_ambssgd_oracleclip")
 def fit_dp_ambssgd_oracleclip(
     X: Any,
     y: Any,
@@ -445,7 +440,6 @@ def fit_dp_ambssgd_oracleclip(
     )  # fmt: skip
 
 
-@register("ambssgd_sgd")
 def fit_ambssgd_sgd(
     X: Any,
     y: Any,

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import (
-    check_approx_dp_budget,
     check_choice,
     check_positive,
     check_regression,
@@ -33,8 +32,7 @@ from dpreg._validation import (
     check_trials,
 )
 from dpreg.estimators.ambssgd_privacy import LOCAL_MECHANISMS, calibrate_dp_ssgd
-from dpreg.estimators.registry import register
-from dpreg.privacy.budgets import ApproxDP
+from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.results import Fit
 
 __all__ = [
@@ -224,7 +222,6 @@ def dp_ssgd_stream_pass(
     return W_sum[:, 0] / (n_steps - n_steps // 2), clipped / n_steps
 
 
-@register("dp_ssgd")
 def fit_dp_ssgd(
     X: Any,
     y: Any,

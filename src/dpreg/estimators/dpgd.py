@@ -30,7 +30,6 @@ import numpy as np
 
 from dpreg._validation import (
     check_bounded_design,
-    check_budget,
     check_choice,
     check_positive,
     check_probability,
@@ -39,8 +38,7 @@ from dpreg._validation import (
     check_row_norm_bound,
     check_trials,
 )
-from dpreg.estimators.registry import register
-from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, eps_to_zcdp, zcdp_to_approx_dp
 from dpreg.privacy.gaussian import gaussian_zcdp, zcdp_gaussian_sigma
 from dpreg.results import Fit
@@ -527,7 +525,6 @@ def _check_streams(rng: object) -> list[np.random.Generator] | None:
     return streams
 
 
-@register("dp_gd")
 def fit_dp_gd(
     X: np.ndarray,
     y: np.ndarray,

@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import (
-    check_approx_dp_budget,
     check_choice,
     check_positive,
     check_regression,
@@ -39,8 +38,7 @@ from dpreg._validation import (
     check_trials,
 )
 from dpreg.estimators.ambssgd_privacy import ACCOUNTANTS, calibrate_poisson_dpsgd
-from dpreg.estimators.registry import register
-from dpreg.privacy.budgets import ApproxDP
+from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.results import Fit
 
 __all__ = ["dp_sgd_poisson_runs", "fit_dp_sgd_poisson", "poisson_positions"]
@@ -123,7 +121,6 @@ def dp_sgd_poisson_runs(
     return (W_sum / (steps - steps // 2)).T, clipped / max(seen, 1)
 
 
-@register("dp_sgd_poisson")
 def fit_dp_sgd_poisson(
     X: Any,
     y: Any,

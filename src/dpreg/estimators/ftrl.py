@@ -42,7 +42,6 @@ import numpy as np
 from scipy import fft as sp_fft
 
 from dpreg._validation import (
-    check_budget,
     check_choice,
     check_positive,
     check_regression,
@@ -56,8 +55,7 @@ from dpreg.estimators.ftrl_correlations import (
     independent,
 )
 from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
-from dpreg.estimators.registry import register
-from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.privacy.correlated import (
     CALIBRATIONS,
@@ -354,7 +352,6 @@ def _resolve_correlation(
     return correlation_from_name(correlation, nu=nu, eta=eta)
 
 
-@register("dp_ftrl")
 def fit_dp_ftrl(
     X: np.ndarray,
     y: np.ndarray,
@@ -591,7 +588,6 @@ def fit_dp_ftrl(
     )
 
 
-@register("dp_sgd_stream")
 def fit_dp_sgd_stream(
     X: np.ndarray,
     y: np.ndarray,

@@ -28,17 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpreg._validation import (
-    check_approx_dp_budget,
-    check_bounded_design,
-    check_budget,
-    check_choice,
-    check_positive,
-    check_probability,
-)
+from dpreg._validation import check_bounded_design, check_choice, check_positive, check_probability
 from dpreg.estimators.gram_sketch import direct_sketch_gram, gram_factor, sample_sketch_gram
-from dpreg.estimators.registry import register
-from dpreg.privacy.budgets import ApproxDP
+from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
 from dpreg.privacy.mixing import mixing_epsilon, smallest_gamma
 from dpreg.results import Fit
@@ -321,7 +313,6 @@ def _clipped_gradients(
     return grad, frac
 
 
-@register("ihm")
 def fit_ihm(
     X: np.ndarray,
     y: np.ndarray,

@@ -61,7 +61,6 @@ from dpreg._validation import (
     check_rng,
     check_trials,
 )
-from dpreg.estimators.registry import register
 from dpreg.privacy.budgets import ZCDP
 from dpreg.privacy.gaussian import gaussian_zcdp, zcdp_gaussian_sigma
 from dpreg.results import Fit
@@ -628,7 +627,6 @@ def _fit(
 # ----------------------------------------------------------------------------- estimators
 
 
-@register("2s_gd")
 def fit_two_stage_gd(
     Z: Any,
     X: Any,
@@ -720,7 +718,6 @@ def fit_two_stage_gd(
     )
 
 
-@register("dp_2s_gd")
 def fit_dp_two_stage_gd(
     Z: Any,
     X: Any,
@@ -924,7 +921,6 @@ def fit_dp_two_stage_gd(
     )
 
 
-@register("dp_2s_gd_beta")
 def fit_dp_two_stage_gd_beta(
     Z: Any,
     X: Any,

@@ -23,7 +23,6 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from dpreg._validation import check_matrix, check_regression, check_trials, check_vector
-from dpreg.estimators.registry import register
 from dpreg.results import Fit
 
 __all__ = [
@@ -345,7 +344,6 @@ def two_sls_reference(y: Any, X: Any, Z: Any, W: Any | None = None) -> TwoSLSRef
     )
 
 
-@register("ols")
 def fit_ols(
     X: Any,
     y: Any,

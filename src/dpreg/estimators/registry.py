@@ -1,27 +1,113 @@
-"""Name -> estimator function registry; the workflow config names estimators by these keys."""
+"""The estimator registry: one explicit table from config names to estimator functions.
+
+The workflow config, the audit and the benchmarks name estimators by these keys. Adding
+an estimator is one line in :data:`BUILTIN_ESTIMATORS` (``CONTRIBUTING.md``, "Add an
+estimator"); ``tests/unit/test_registries.py`` fails if an estimator module defines a
+public ``fit_*`` function that the table lacks. Estimator modules never import this
+module, so the table sits at the top of the estimators layer and the imports are
+acyclic (``docs/architecture.md``, "Layers").
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
-ESTIMATORS: dict[str, Callable[..., Any]] = {}
+from dpreg.estimators import (
+    adassp,
+    ambssgd,
+    dp_ssgd,
+    dpgd,
+    dpsgd_poisson,
+    ftrl,
+    ihm,
+    iv,
+    ols,
+    sketch,
+)
+
+__all__ = ["BUILTIN_ESTIMATORS", "ESTIMATORS", "get_estimator", "register"]
+
+#: Every built-in estimator by its config name (non-private references included).
+BUILTIN_ESTIMATORS: Mapping[str, Callable[..., Any]] = MappingProxyType(
+    {
+        # Non-private references
+        "ols": ols.fit_ols,
+        "2s_gd": iv.fit_two_stage_gd,
+        "ambssgd_sgd": ambssgd.fit_ambssgd_sgd,
+        # Lev et al. (2026) and its baselines
+        "adassp": adassp.fit_adassp,
+        "ihm": ihm.fit_ihm,
+        "linear_mixing": sketch.fit_linear_mixing,
+        "sheffet_sketch": sketch.fit_sheffet_sketch,
+        # Brown et al. (2024)
+        "dp_gd": dpgd.fit_dp_gd,
+        # Varshney et al. (2022)
+        "dp_ssgd": dp_ssgd.fit_dp_ssgd,
+        "dp_ambssgd": ambssgd.fit_dp_ambssgd,
+        "dp_ambssgd_fixedclip": ambssgd.fit_dp_ambssgd_fixedclip,
+        "dp_ambssgd_oracleclip": ambssgd.fit_dp_ambssgd_oracleclip,
+        "dp_sgd_poisson": dpsgd_poisson.fit_dp_sgd_poisson,
+        # Choquette-Choo et al. (2023)
+        "dp_ftrl": ftrl.fit_dp_ftrl,
+        "dp_sgd_stream": ftrl.fit_dp_sgd_stream,
+        # Liang et al. (2025)
+        "dp_2s_gd": iv.fit_dp_two_stage_gd,
+        "dp_2s_gd_beta": iv.fit_dp_two_stage_gd_beta,
+    }
+)
+
+_ESTIMATORS: dict[str, Callable[..., Any]] = dict(BUILTIN_ESTIMATORS)
+
+#: Read-only view of the registry: the built-in table plus estimators added with
+#: :func:`register`.
+ESTIMATORS: Mapping[str, Callable[..., Any]] = MappingProxyType(_ESTIMATORS)
 
 
-def register(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register an estimator function under ``name`` (decorator)."""
+def register(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add a user's estimator under ``name`` (for the workflow config and the audit).
 
-    def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
-        if name in ESTIMATORS and ESTIMATORS[name] is not func:
-            raise ValueError(f"estimator name {name!r} is registered twice")
-        ESTIMATORS[name] = func
-        return func
+    Parameters
+    ----------
+    name : str
+        The config name; must not be taken.
+    func : callable
+        An estimator keeping the contract of ``docs/architecture.md``.
 
-    return decorator
+    Returns
+    -------
+    callable
+        ``func``, unchanged.
+
+    Examples
+    --------
+    >>> from dpreg.estimators.registry import ESTIMATORS, register
+    >>> "ols" in ESTIMATORS
+    True
+    >>> register("ols", ESTIMATORS["adassp"])
+    Traceback (most recent call last):
+    ...
+    ValueError: estimator name 'ols' is registered twice
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty string; got {name!r}")
+    if not callable(func):
+        raise TypeError(f"func must be callable; got {func!r}")
+    if name in _ESTIMATORS and _ESTIMATORS[name] is not func:
+        raise ValueError(f"estimator name {name!r} is registered twice")
+    _ESTIMATORS[name] = func
+    return func
 
 
 def get_estimator(name: str) -> Callable[..., Any]:
-    """Return the estimator registered as ``name``; unknown names list the known ones."""
+    """Return the estimator registered as ``name``; unknown names list the known ones.
+
+    Examples
+    --------
+    >>> get_estimator("ols").__name__
+    'fit_ols'
+    """
     try:
         return ESTIMATORS[name]
     except KeyError:

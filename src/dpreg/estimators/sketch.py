@@ -47,15 +47,9 @@ import math
 
 import numpy as np
 
-from dpreg._validation import (
-    check_approx_dp_budget,
-    check_bounded_design,
-    check_choice,
-    check_probability,
-)
+from dpreg._validation import check_bounded_design, check_choice, check_probability
 from dpreg.estimators.gram_sketch import GramFactor, direct_sketch_gram, sample_sketch_gram
-from dpreg.estimators.registry import register
-from dpreg.privacy.budgets import ApproxDP
+from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.privacy.gaussian import gaussian_epsilon
 from dpreg.privacy.mixing import mixing_epsilon, smallest_gamma
 from dpreg.results import Fit
@@ -283,7 +277,6 @@ def _sketch_size(k, failure_prob, delta: float, d: int) -> tuple[int, float]:
 # ------------------------------------------------------------------------ estimators
 
 
-@register("linear_mixing")
 def fit_linear_mixing(
     X: np.ndarray,
     y: np.ndarray,
@@ -502,7 +495,6 @@ def _dynamic_sketch_size(
     return lo
 
 
-@register("sheffet_sketch")
 def fit_sheffet_sketch(
     X: np.ndarray,
     y: np.ndarray,

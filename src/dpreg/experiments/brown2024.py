@@ -43,7 +43,7 @@ from dpreg.data.datasets import Dataset
 from dpreg.estimators.adassp import fit_adassp
 from dpreg.estimators.dpgd import fit_dp_gd
 from dpreg.experiments.budgets import budget_columns
-from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.experiments.study_kind import StudyKind
 from dpreg.inference import intervals_from_path, intervals_from_runs, ols_interval_half_width
 from dpreg.inference.coverage import coverage_summary
 from dpreg.privacy.budgets import ZCDP, ApproxDP
@@ -764,70 +764,58 @@ def _fig(name: str):
     return draw
 
 
-ERROR_VS_DIM = register_kind(
-    StudyKind(
-        name="brown_error_vs_dim",
-        run=run_error_vs_dim,
-        summarise=summarise_error_vs_dim,
-        figure=_fig("plot_error_vs_dim"),
-        required=frozenset({"p"}),
-        optional=COMMON_KEYS | {"n_per_p", "adassp_failure_prob", "adassp_mechanism"},
-        check_cell=_check_dim,
-    )
+ERROR_VS_DIM = StudyKind(
+    name="brown_error_vs_dim",
+    run=run_error_vs_dim,
+    summarise=summarise_error_vs_dim,
+    figure=_fig("plot_error_vs_dim"),
+    required=frozenset({"p"}),
+    optional=COMMON_KEYS | {"n_per_p", "adassp_failure_prob", "adassp_mechanism"},
+    check_cell=_check_dim,
 )
-COST_OF_PRIVACY = register_kind(
-    StudyKind(
-        name="brown_cost_of_privacy",
-        run=run_cost_of_privacy,
-        summarise=summarise_cost_of_privacy,
-        figure=_fig("plot_cost_of_privacy"),
-        required=frozenset({"n", "p"}),
-        optional=COMMON_KEYS,
-        check_cell=_check_cost,
-    )
+COST_OF_PRIVACY = StudyKind(
+    name="brown_cost_of_privacy",
+    run=run_cost_of_privacy,
+    summarise=summarise_cost_of_privacy,
+    figure=_fig("plot_cost_of_privacy"),
+    required=frozenset({"n", "p"}),
+    optional=COMMON_KEYS,
+    check_cell=_check_cost,
 )
-CLIP_HEATMAP = register_kind(
-    StudyKind(
-        name="brown_clip_heatmap",
-        run=run_clip_heatmap,
-        summarise=summarise_clip_heatmap,
-        figure=_fig("plot_clip_heatmap"),
-        required=frozenset({"p", "gamma"}),
-        optional=COMMON_KEYS | {"n_per_p"},
-        check_cell=_check_heatmap,
-    )
+CLIP_HEATMAP = StudyKind(
+    name="brown_clip_heatmap",
+    run=run_clip_heatmap,
+    summarise=summarise_clip_heatmap,
+    figure=_fig("plot_clip_heatmap"),
+    required=frozenset({"p", "gamma"}),
+    optional=COMMON_KEYS | {"n_per_p"},
+    check_cell=_check_heatmap,
 )
 _SWEEP_KEYS = COMMON_KEYS | {"data_seed"}
-BIAS_VARIANCE = register_kind(
-    StudyKind(
-        name="brown_bias_variance",
-        run=run_clip_sweep,
-        summarise=_tagged("bias_variance"),
-        figure=_fig("plot_bias_variance"),
-        required=frozenset({"n", "p", "clip_scales"}),
-        optional=_SWEEP_KEYS,
-        check_cell=_check_sweep,
-    )
+BIAS_VARIANCE = StudyKind(
+    name="brown_bias_variance",
+    run=run_clip_sweep,
+    summarise=_tagged("bias_variance"),
+    figure=_fig("plot_bias_variance"),
+    required=frozenset({"n", "p", "clip_scales"}),
+    optional=_SWEEP_KEYS,
+    check_cell=_check_sweep,
 )
-ERROR_VS_CLIPPING = register_kind(
-    StudyKind(
-        name="brown_error_vs_clipping",
-        run=run_clip_sweep,
-        summarise=_tagged("error_vs_clipping"),
-        figure=_fig("plot_error_vs_clipping"),
-        required=frozenset({"n", "p", "clip_scales"}),
-        optional=_SWEEP_KEYS,
-        check_cell=_check_sweep,
-    )
+ERROR_VS_CLIPPING = StudyKind(
+    name="brown_error_vs_clipping",
+    run=run_clip_sweep,
+    summarise=_tagged("error_vs_clipping"),
+    figure=_fig("plot_error_vs_clipping"),
+    required=frozenset({"n", "p", "clip_scales"}),
+    optional=_SWEEP_KEYS,
+    check_cell=_check_sweep,
 )
-CI = register_kind(
-    StudyKind(
-        name="brown_ci",
-        run=run_ci,
-        summarise=summarise_ci,
-        figure=_fig("plot_ci"),
-        required=frozenset({"n", "p", "total_steps"}),
-        optional=_SWEEP_KEYS | {"m", "burn_in", "alpha", "methods", "run_estimate"},
-        check_cell=_check_ci,
-    )
+CI = StudyKind(
+    name="brown_ci",
+    run=run_ci,
+    summarise=summarise_ci,
+    figure=_fig("plot_ci"),
+    required=frozenset({"n", "p", "total_steps"}),
+    optional=_SWEEP_KEYS | {"m", "burn_in", "alpha", "methods", "run_estimate"},
+    check_cell=_check_ci,
 )

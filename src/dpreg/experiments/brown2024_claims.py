@@ -31,7 +31,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dpreg.experiments.claims import CLAIM_COLUMNS, claim_row, loglog_slope, register_claims
+from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row, loglog_slope
 
 
 def _error_vs_dim(study: str, t: pd.DataFrame) -> list[dict[str, object]]:
@@ -258,7 +258,6 @@ CHECKS = (
 )
 
 
-@register_claims("brown2024")
 def check(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Evaluate the claims on every brown2024 table (recognised by its columns)."""
     rows: list[dict[str, object]] = []

@@ -40,7 +40,7 @@ import pandas as pd
 from dpreg.data.datasets import Dataset
 from dpreg.estimators.ftrl import simulate_streaming_regression
 from dpreg.estimators.ftrl_correlations import independent, nu_ftrl
-from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS
 from dpreg.theory import ftrl as theory
 from dpreg.theory import ftrl_socp
@@ -233,16 +233,14 @@ def _figure_mean(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_fig1(table, title=title)
 
 
-register_kind(
-    StudyKind(
-        name="ftrl_mean_ratio",
-        run=run_mean_ratio,
-        summarise=lambda runs, refs=(): _first_trial_only(runs),
-        figure=_figure_mean,
-        required=frozenset({"etas"}),
-        optional=MEAN_KEYS - {"etas"},
-        check_cell=check_mean_cell,
-    )
+MEAN_RATIO = StudyKind(
+    name="ftrl_mean_ratio",
+    run=run_mean_ratio,
+    summarise=lambda runs, refs=(): _first_trial_only(runs),
+    figure=_figure_mean,
+    required=frozenset({"etas"}),
+    optional=MEAN_KEYS - {"etas"},
+    check_cell=check_mean_cell,
 )
 
 
@@ -359,16 +357,14 @@ def _figure_table(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_theory_table(table, title=title)
 
 
-register_kind(
-    StudyKind(
-        name="ftrl_theory_table",
-        run=run_theory_table,
-        summarise=lambda runs, refs=(): _first_trial_only(runs),
-        figure=_figure_table,
-        required=frozenset({"table"}),
-        optional=TABLE_KEYS - {"table"},
-        check_cell=check_table_cell,
-    )
+THEORY_TABLE = StudyKind(
+    name="ftrl_theory_table",
+    run=run_theory_table,
+    summarise=lambda runs, refs=(): _first_trial_only(runs),
+    figure=_figure_table,
+    required=frozenset({"table"}),
+    optional=TABLE_KEYS - {"table"},
+    check_cell=check_table_cell,
 )
 
 
@@ -631,16 +627,14 @@ def _figure_sim(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_fig2(table, title=title)
 
 
-register_kind(
-    StudyKind(
-        name="ftrl_linreg_sim",
-        run=run_linreg_sim,
-        summarise=summarise_linreg_sim,
-        figure=_figure_sim,
-        required=frozenset({"panel", "mechanism"}),
-        optional=SIM_KEYS - {"panel", "mechanism"},
-        check_cell=check_sim_cell,
-    )
+LINREG_SIM = StudyKind(
+    name="ftrl_linreg_sim",
+    run=run_linreg_sim,
+    summarise=summarise_linreg_sim,
+    figure=_figure_sim,
+    required=frozenset({"panel", "mechanism"}),
+    optional=SIM_KEYS - {"panel", "mechanism"},
+    check_cell=check_sim_cell,
 )
 
 
@@ -761,16 +755,14 @@ def _figure_socp(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_fig3(table, title=title)
 
 
-register_kind(
-    StudyKind(
-        name="ftrl_socp_bound",
-        run=run_socp_bound,
-        summarise=lambda runs, refs=(): _first_trial_only(runs),
-        figure=_figure_socp,
-        required=frozenset(),
-        optional=SOCP_KEYS,
-        check_cell=check_socp_cell,
-    )
+SOCP_BOUND = StudyKind(
+    name="ftrl_socp_bound",
+    run=run_socp_bound,
+    summarise=lambda runs, refs=(): _first_trial_only(runs),
+    figure=_figure_socp,
+    required=frozenset(),
+    optional=SOCP_KEYS,
+    check_cell=check_socp_cell,
 )
 
 
@@ -797,11 +789,9 @@ def _figure_quoted(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_quoted(table, title=title)
 
 
-register_kind(
-    StudyKind(
-        name="ftrl_quoted",
-        run=run_quoted,
-        summarise=lambda runs, refs=(): _first_trial_only(runs),
-        figure=_figure_quoted,
-    )
+QUOTED = StudyKind(
+    name="ftrl_quoted",
+    run=run_quoted,
+    summarise=lambda runs, refs=(): _first_trial_only(runs),
+    figure=_figure_quoted,
 )

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg.experiments.choquettechoo2023 import FIG2_PAPER_SLOPES
-from dpreg.experiments.claims import CLAIM_COLUMNS, claim_row, register_claims
+from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row
 
 FIG1_REFERENCE = {1e-4: 0.00258, 1e-3: 0.0164, 1e-2: 0.0909, 0.1: 0.400, 0.5: 0.864}
 
@@ -316,7 +316,6 @@ def _fig3(name: str, t: pd.DataFrame) -> list[dict[str, object]]:
     return rows
 
 
-@register_claims("choquettechoo2023")
 def check(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Evaluate the claims; returns ``claims`` and ``fig2_slopes``."""
     rows: list[dict[str, object]] = []

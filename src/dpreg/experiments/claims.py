@@ -1,79 +1,68 @@
-"""Checks of each paper's claims, evaluated on the pipeline's own tables.
+"""The claims registry: each paper's claim checks, evaluated on the pipeline's own tables.
 
-A paper registers a function ``check(tables) -> {name: DataFrame}`` taking the
-aggregated table of each of its studies (by study name). The ``claims`` table has one
-row per claim: what the paper says, the statistic we computed, the criterion and
-whether it passed. A failed claim is a finding to report, not an error.
+A paper's check ``check(tables) -> {name: DataFrame}`` takes the aggregated table of each
+of its studies (by study name). The ``claims`` table has one row per claim: what the
+paper says, the statistic we computed, the criterion and whether it passed (rows built
+with :func:`dpreg.experiments.claim_rows.claim_row`). A failed claim is a finding to
+report, not an error. Adding a paper's checks is one entry in :data:`CLAIM_CHECKS`
+(``CONTRIBUTING.md``, "Add a claim").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
-import numpy as np
 import pandas as pd
+
+from dpreg.experiments import (
+    brown2024_claims,
+    choquettechoo2023_claims,
+    dpreg_claims,
+    lev2026_claims,
+    liang2025_claims,
+    varshney2022_claims,
+)
+from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row, loglog_slope
+
+__all__ = [
+    "CLAIM_CHECKS",
+    "CLAIM_COLUMNS",
+    "ClaimsFn",
+    "check_claims",
+    "claim_row",
+    "loglog_slope",
+    "papers_with_claims",
+]
 
 ClaimsFn = Callable[[Mapping[str, pd.DataFrame]], dict[str, pd.DataFrame]]
 
-CLAIM_CHECKS: dict[str, ClaimsFn] = {}
-
-CLAIM_COLUMNS = ["claim", "source", "study", "statistic", "value", "criterion", "passed"]
-
-
-def register_claims(paper: str) -> Callable[[ClaimsFn], ClaimsFn]:
-    """Register the claim checks of ``paper`` (decorator)."""
-
-    def decorator(func: ClaimsFn) -> ClaimsFn:
-        CLAIM_CHECKS[paper] = func
-        return func
-
-    return decorator
+#: Paper key (the config's ``paper``) -> its claim checks.
+CLAIM_CHECKS: Mapping[str, ClaimsFn] = MappingProxyType(
+    {
+        "brown2024": brown2024_claims.check,
+        "choquettechoo2023": choquettechoo2023_claims.check,
+        "dpreg": dpreg_claims.check,
+        "lev2026": lev2026_claims.lev2026_claims,
+        "liang2025": liang2025_claims.liang2025_claims,
+        "varshney2022": varshney2022_claims.check,
+    }
+)
 
 
 def papers_with_claims() -> list[str]:
-    """Return the papers that have claim checks (importing the built-in ones first)."""
-    import dpreg.experiments.brown2024_claims  # noqa: F401
-    import dpreg.experiments.choquettechoo2023_claims  # noqa: F401
-    import dpreg.experiments.dpreg_claims  # noqa: F401
-    import dpreg.experiments.lev2026_claims  # noqa: F401
-    import dpreg.experiments.liang2025_claims  # noqa: F401
-    import dpreg.experiments.varshney2022_claims  # noqa: F401
+    """Return the papers that have claim checks, sorted.
 
+    Examples
+    --------
+    >>> papers_with_claims()[:2]
+    ['brown2024', 'choquettechoo2023']
+    """
     return sorted(CLAIM_CHECKS)
 
 
 def check_claims(paper: str, tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Evaluate the claims of ``paper`` on its study tables."""
-    papers_with_claims()
     if paper not in CLAIM_CHECKS:
-        raise ValueError(f"no claim checks for paper {paper!r}")
+        raise ValueError(f"no claim checks for paper {paper!r}; known: {papers_with_claims()}")
     return CLAIM_CHECKS[paper](tables)
-
-
-def claim_row(
-    claim: str,
-    source: str,
-    study: str,
-    statistic: str,
-    value: float,
-    criterion: str,
-    passed: bool | None,
-) -> dict[str, object]:
-    """One row of a claims table (``passed`` None: not evaluable at this scale)."""
-    return {
-        "claim": claim,
-        "source": source,
-        "study": study,
-        "statistic": statistic,
-        "value": float(value),
-        "criterion": criterion,
-        "passed": "n/a" if passed is None else ("yes" if passed else "NO"),
-    }
-
-
-def loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
-    """Least-squares slope of log(y) on log(x)."""
-    x, y = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
-    if x.size < 2:
-        return float("nan")
-    return float(np.polyfit(x, y, 1)[0])

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from dpreg.experiments.claims import CLAIM_COLUMNS, claim_row, register_claims
+from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row
 
 _SOURCE = "docs/privacy.md, Empirical privacy audit"
 
@@ -26,7 +26,6 @@ def _audit_tables(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
     }
 
 
-@register_claims("dpreg")
 def check(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """One claim row per (audit study, estimator) and one for audit coverage."""
     from dpreg.audit import audit_cases

@@ -1,119 +1,85 @@
-"""Registry of study kinds: how the workflow runs, summarises and draws a study.
+"""The study-kind registry: one explicit table from config ``kind`` names to study kinds.
 
-A study in ``config/config.yaml`` names a ``kind``, a ``grid`` (axes whose cartesian
-product gives the cells) and fixed ``params``. The workflow runs every cell in chunks of
-trials with :attr:`StudyKind.run`, concatenates the chunks, aggregates them with
-:attr:`StudyKind.summarise` and draws the figure with :attr:`StudyKind.figure`.
-Adding a study of an existing kind is a config entry; a new kind is one module that
-calls :func:`register_kind`.
+Adding a kind is one module defining a :class:`~dpreg.experiments.study_kind.StudyKind`
+and one entry in :data:`BUILTIN_KINDS` (``CONTRIBUTING.md``, "Add a study kind"). The
+kind modules never import this module, so the imports are acyclic
+(``docs/architecture.md``, "Layers").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
 
-import pandas as pd
+from dpreg.experiments import (
+    brown2024,
+    choquettechoo2023,
+    lev2026_clipping,
+    lev2026_table2,
+    liang2025,
+    privacy_audit,
+    regression,
+    varshney2022,
+)
+from dpreg.experiments.study_kind import StudyKind, dataset_of
 
-from dpreg.data.datasets import Dataset
+__all__ = ["BUILTIN_KINDS", "STUDY_KINDS", "StudyKind", "dataset_of", "get_kind", "register_kind"]
 
-RunFn = Callable[..., pd.DataFrame]
-"""``run(cell, *, trials, first_trial, seed, data) -> DataFrame`` (one row per trial).
+#: Every built-in study kind, in the order of the papers.
+BUILTIN_KINDS: Mapping[str, StudyKind] = MappingProxyType(
+    {
+        kind.name: kind
+        for kind in (
+            regression.EPS_GRID,
+            lev2026_table2.TABLE2,
+            lev2026_clipping.CLIPPING,
+            liang2025.IV_SYNTHETIC,
+            liang2025.IV_ANGRIST,
+            liang2025.IV_BOUND_CURVE,
+            brown2024.ERROR_VS_DIM,
+            brown2024.COST_OF_PRIVACY,
+            brown2024.CLIP_HEATMAP,
+            brown2024.BIAS_VARIANCE,
+            brown2024.ERROR_VS_CLIPPING,
+            brown2024.CI,
+            varshney2022.SIM,
+            varshney2022.DIAGNOSTICS,
+            choquettechoo2023.MEAN_RATIO,
+            choquettechoo2023.THEORY_TABLE,
+            choquettechoo2023.LINREG_SIM,
+            choquettechoo2023.SOCP_BOUND,
+            choquettechoo2023.QUOTED,
+            privacy_audit.PRIVACY_AUDIT,
+        )
+    }
+)
 
-``cell`` merges the study's ``params`` with the cell's grid values; ``data`` is the
-prepared :class:`~dpreg.data.datasets.Dataset` named by ``cell["dataset"]`` or ``None``.
-Rows must carry ``trial`` (global index) and ``seed``; the workflow adds ``study``."""
+_KINDS: dict[str, StudyKind] = dict(BUILTIN_KINDS)
 
-SummariseFn = Callable[[pd.DataFrame, Sequence[Mapping[str, Any]]], pd.DataFrame]
-"""``summarise(runs, references) -> table``: deterministic columns only (no timings)."""
-
-FigureFn = Callable[..., Any]
-"""``figure(table, *, title) -> matplotlib.figure.Figure`` drawn from the table only."""
-
-
-@dataclass(frozen=True)
-class StudyKind:
-    """How one kind of study is run, summarised and drawn.
-
-    Attributes
-    ----------
-    name : str
-        The config's ``kind``.
-    run, summarise, figure : callable
-        See :data:`RunFn`, :data:`SummariseFn`, :data:`FigureFn`.
-    required : frozenset of str
-        Keys every cell must have (from ``params`` or ``grid``).
-    optional : frozenset of str
-        Further allowed keys; anything else is a config error naming the key.
-    check_cell : callable, optional
-        ``check_cell(cell)`` raises ``ValueError`` for a bad value (checked before any
-        job runs, so a bad config stops the workflow at once).
-    """
-
-    name: str
-    run: RunFn
-    summarise: SummariseFn
-    figure: FigureFn
-    required: frozenset[str] = field(default_factory=frozenset)
-    optional: frozenset[str] = field(default_factory=frozenset)
-    check_cell: Callable[[Mapping[str, Any]], None] | None = None
-
-    def check_keys(self, study: str, keys: set[str]) -> None:
-        """Raise ``ValueError`` naming unknown or missing keys of a study's cells."""
-        keys = set(keys) - {"conversion"}
-        unknown = keys - self.required - self.optional
-        if unknown:
-            allowed = ", ".join(sorted(self.required | self.optional))
-            raise ValueError(
-                f"config studies.{study}: unknown key(s) {sorted(unknown)} for kind"
-                f" {self.name!r}; allowed: {allowed}"
-            )
-        missing = self.required - keys
-        if missing:
-            raise ValueError(
-                f"config studies.{study}: kind {self.name!r} needs key(s) {sorted(missing)}"
-                " in params or grid"
-            )
-
-
-STUDY_KINDS: dict[str, StudyKind] = {}
+#: Read-only view: the built-in kinds plus those added with :func:`register_kind`.
+STUDY_KINDS: Mapping[str, StudyKind] = MappingProxyType(_KINDS)
 
 
 def register_kind(kind: StudyKind) -> StudyKind:
-    """Add a study kind to :data:`STUDY_KINDS`."""
-    if kind.name in STUDY_KINDS and STUDY_KINDS[kind.name] is not kind:
+    """Add a user's study kind to :data:`STUDY_KINDS` (its name must be new)."""
+    if not isinstance(kind, StudyKind):
+        raise TypeError(f"kind must be a StudyKind; got {kind!r}")
+    if kind.name in _KINDS and _KINDS[kind.name] is not kind:
         raise ValueError(f"study kind {kind.name!r} is registered twice")
-    STUDY_KINDS[kind.name] = kind
+    _KINDS[kind.name] = kind
     return kind
 
 
 def get_kind(name: str) -> StudyKind:
-    """Return the registered study kind ``name`` (importing the built-in kinds first)."""
-    _ensure_builtin()
+    """Return the study kind ``name``; an unknown name lists the known ones.
+
+    Examples
+    --------
+    >>> get_kind("eps_grid").name
+    'eps_grid'
+    """
     try:
         return STUDY_KINDS[name]
     except KeyError:
         known = ", ".join(sorted(STUDY_KINDS))
         raise ValueError(f"unknown study kind {name!r}; known kinds: {known}") from None
-
-
-def _ensure_builtin() -> None:
-    # Importing a paper's experiment module registers its kinds.
-    import dpreg.experiments.brown2024  # noqa: F401
-    import dpreg.experiments.choquettechoo2023  # noqa: F401
-    import dpreg.experiments.lev2026_clipping  # noqa: F401
-    import dpreg.experiments.lev2026_table2  # noqa: F401
-    import dpreg.experiments.liang2025  # noqa: F401
-    import dpreg.experiments.privacy_audit  # noqa: F401
-    import dpreg.experiments.regression  # noqa: F401
-    import dpreg.experiments.varshney2022  # noqa: F401
-
-
-def dataset_of(cell: Mapping[str, Any]) -> str | None:
-    """Return the dataset a cell reads, if any (its ``dataset`` key)."""
-    name = cell.get("dataset")
-    return None if name is None else str(name)
-
-
-__all__ = ["Dataset", "StudyKind", "STUDY_KINDS", "dataset_of", "get_kind", "register_kind"]

@@ -24,13 +24,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dpreg.experiments.claims import CLAIM_COLUMNS, claim_row, register_claims
+from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row
 
 MAIN_FIGURES = ("lev_fig1", "lev_fig2", "lev_fig3")
 DPGD_FIGURES = ("lev_fig4", "lev_fig5")
 PUBLIC_BOUNDS_STUDY = "lev_public_bounds"
 PUBLIC_SUFFIX = "_public"
-PRIVATE = ("ihm", "adassp", "linear_mixing", "dp_gd")
 
 
 def _stack(tables: Mapping[str, pd.DataFrame], names: tuple[str, ...]) -> pd.DataFrame:
@@ -174,7 +173,6 @@ def public_vs_data_derived(public: pd.DataFrame, data_derived: pd.DataFrame) -> 
     return merged.sort_values(["dataset", "estimator", "epsilon"], ignore_index=True)
 
 
-@register_claims("lev2026")
 def lev2026_claims(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Evaluate the checkable claims of Lev et al. (2026) (module docstring)."""
     rows: list[dict[str, object]] = []

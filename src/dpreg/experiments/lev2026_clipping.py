@@ -37,8 +37,8 @@ from dpreg.data.preprocess import preprocess_lev2026
 from dpreg.data.synthetic import LEV_CLIPPING_VARIANTS, LevClippingMLPDGP
 from dpreg.estimators import get_estimator
 from dpreg.experiments.budgets import budget_columns
-from dpreg.experiments.kinds import StudyKind, register_kind
 from dpreg.experiments.regression import aggregate_trials, study_delta
+from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.budgets import ApproxDP
 
 __all__ = [
@@ -337,24 +337,22 @@ def figure_clipping(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return fig
 
 
-CLIPPING = register_kind(
-    StudyKind(
-        name="lev_clipping",
-        run=run_clipping_cell,
-        summarise=summarise_clipping,
-        figure=figure_clipping,
-        required=frozenset({"epsilon"}),
-        optional=frozenset(
-            {
-                "estimator",
-                "n_rows",
-                "data_seed",
-                "net_seed",
-                "train_fraction",
-                "generator",
-                "hyper",
-            }
-        ),
-        check_cell=check_clipping_cell,
-    )
+CLIPPING = StudyKind(
+    name="lev_clipping",
+    run=run_clipping_cell,
+    summarise=summarise_clipping,
+    figure=figure_clipping,
+    required=frozenset({"epsilon"}),
+    optional=frozenset(
+        {
+            "estimator",
+            "n_rows",
+            "data_seed",
+            "net_seed",
+            "train_fraction",
+            "generator",
+            "hyper",
+        }
+    ),
+    check_cell=check_clipping_cell,
 )

@@ -53,7 +53,7 @@ from dpreg.data.datasets import Dataset
 from dpreg.data.lev2026 import LEV2026_DATASETS
 from dpreg.estimators.ihm import ihm_gamma, ihm_sketch_size
 from dpreg.estimators.sketch import default_sketch_size, linear_mixing_gamma
-from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.experiments.study_kind import StudyKind
 
 __all__ = [
     "BELOW",
@@ -379,14 +379,12 @@ def figure_table2(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return fig
 
 
-TABLE2 = register_kind(
-    StudyKind(
-        name="lev_table2",
-        run=run_table2_cell,
-        summarise=summarise_table2,
-        figure=figure_table2,
-        required=frozenset({"dataset", "epsilon"}),
-        optional=frozenset({"T", "C_Y"}),
-        check_cell=check_table2_cell,
-    )
+TABLE2 = StudyKind(
+    name="lev_table2",
+    run=run_table2_cell,
+    summarise=summarise_table2,
+    figure=figure_table2,
+    required=frozenset({"dataset", "epsilon"}),
+    optional=frozenset({"T", "C_Y"}),
+    check_cell=check_table2_cell,
 )

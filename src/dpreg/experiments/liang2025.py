@@ -46,7 +46,7 @@ import pandas as pd
 from dpreg.data.datasets import Dataset
 from dpreg.data.synthetic import IVLinearDGP
 from dpreg.experiments.budgets import budget_columns
-from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.conversions import DEFAULT_CONVERSION
 from dpreg.theory import iv as theory
 
@@ -827,16 +827,14 @@ def _figure_synthetic(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_iv_synthetic(table, title=title)
 
 
-IV_SYNTHETIC = register_kind(
-    StudyKind(
-        name="iv_synthetic",
-        run=run_iv_synthetic,
-        summarise=summarise_iv_synthetic,
-        figure=_figure_synthetic,
-        required=SYNTHETIC_REQUIRED,
-        optional=SYNTHETIC_OPTIONAL,
-        check_cell=check_iv_synthetic_cell,
-    )
+IV_SYNTHETIC = StudyKind(
+    name="iv_synthetic",
+    run=run_iv_synthetic,
+    summarise=summarise_iv_synthetic,
+    figure=_figure_synthetic,
+    required=SYNTHETIC_REQUIRED,
+    optional=SYNTHETIC_OPTIONAL,
+    check_cell=check_iv_synthetic_cell,
 )
 
 
@@ -1205,16 +1203,14 @@ def _figure_angrist(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_iv_angrist(table, title=title)
 
 
-IV_ANGRIST = register_kind(
-    StudyKind(
-        name="iv_angrist",
-        run=run_iv_angrist,
-        summarise=summarise_iv_angrist,
-        figure=_figure_angrist,
-        required=ANGRIST_REQUIRED,
-        optional=ANGRIST_OPTIONAL,
-        check_cell=check_iv_angrist_cell,
-    )
+IV_ANGRIST = StudyKind(
+    name="iv_angrist",
+    run=run_iv_angrist,
+    summarise=summarise_iv_angrist,
+    figure=_figure_angrist,
+    required=ANGRIST_REQUIRED,
+    optional=ANGRIST_OPTIONAL,
+    check_cell=check_iv_angrist_cell,
 )
 
 
@@ -1327,14 +1323,12 @@ def _figure_bound(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_bound_curve(table, title=title)
 
 
-IV_BOUND_CURVE = register_kind(
-    StudyKind(
-        name="iv_bound_curve",
-        run=run_iv_bound_curve,
-        summarise=summarise_iv_bound_curve,
-        figure=_figure_bound,
-        required=BOUND_REQUIRED,
-        optional=BOUND_OPTIONAL,
-        check_cell=check_iv_bound_cell,
-    )
+IV_BOUND_CURVE = StudyKind(
+    name="iv_bound_curve",
+    run=run_iv_bound_curve,
+    summarise=summarise_iv_bound_curve,
+    figure=_figure_bound,
+    required=BOUND_REQUIRED,
+    optional=BOUND_OPTIONAL,
+    check_cell=check_iv_bound_cell,
 )

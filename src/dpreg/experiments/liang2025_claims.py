@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dpreg.experiments.claims import CLAIM_COLUMNS, claim_row, loglog_slope, register_claims
+from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row, loglog_slope
 
 ANGRIST_STUDIES = ("liang_fig8_angrist", "liang_fig5_angrist", "liang_fig9_angrist")
 
@@ -216,7 +216,6 @@ def _angrist(summary: pd.DataFrame) -> list[dict[str, object]]:
     return rows
 
 
-@register_claims("liang2025")
 def liang2025_claims(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Evaluate every checkable claim of Liang et al. (2025) (module docstring)."""
     summary = angrist_summary(tables)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpreg.audit import AuditCase, audit_cases, judge_scores
 from dpreg.data.datasets import Dataset
-from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 
 __all__ = ["AUDIT_KEYS", "check_audit_cell", "run_audit_cell", "summarise_audit"]
@@ -170,14 +170,12 @@ def _figure(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_audit(table, title=title)
 
 
-register_kind(
-    StudyKind(
-        name="privacy_audit",
-        run=run_audit_cell,
-        summarise=summarise_audit,
-        figure=_figure,
-        required=frozenset({"estimator", "epsilon", "delta"}),
-        optional=frozenset({"alpha"}),
-        check_cell=check_audit_cell,
-    )
+PRIVACY_AUDIT = StudyKind(
+    name="privacy_audit",
+    run=run_audit_cell,
+    summarise=summarise_audit,
+    figure=_figure,
+    required=frozenset({"estimator", "epsilon", "delta"}),
+    optional=frozenset({"alpha"}),
+    check_cell=check_audit_cell,
 )

@@ -19,7 +19,7 @@ import pandas as pd
 from dpreg.data.datasets import Dataset
 from dpreg.estimators import get_estimator
 from dpreg.experiments.budgets import budget_columns
-from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.budgets import ApproxDP
 
 DELTA_RULES = ("inverse_n_squared", "fixed")
@@ -252,14 +252,12 @@ def _figure(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_mse_vs_epsilon(table, title=title)
 
 
-EPS_GRID = register_kind(
-    StudyKind(
-        name="eps_grid",
-        run=run_eps_grid_cell,
-        summarise=summarise_eps_grid,
-        figure=_figure,
-        required=frozenset({"dataset", "estimator", "epsilon", "delta_rule"}),
-        optional=frozenset({"delta", "hyper", "bound_X", "bound_y"}),
-        check_cell=check_eps_grid_cell,
-    )
+EPS_GRID = StudyKind(
+    name="eps_grid",
+    run=run_eps_grid_cell,
+    summarise=summarise_eps_grid,
+    figure=_figure,
+    required=frozenset({"dataset", "estimator", "epsilon", "delta_rule"}),
+    optional=frozenset({"delta", "hyper", "bound_X", "bound_y"}),
+    check_cell=check_eps_grid_cell,
 )

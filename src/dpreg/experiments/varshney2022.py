@@ -80,7 +80,7 @@ from dpreg.estimators.ambssgd_privacy import (
 )
 from dpreg.estimators.dp_ssgd import DP_SSGD_ETA_RULES, dp_ssgd_hyperparameters, dp_ssgd_stream_pass
 from dpreg.estimators.dpsgd_poisson import dp_sgd_poisson_runs
-from dpreg.experiments.kinds import StudyKind, register_kind
+from dpreg.experiments.study_kind import StudyKind
 from dpreg.theory import ambssgd as theory
 
 __all__ = [
@@ -772,16 +772,14 @@ def _figure_sim(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_sim(table, title=title)
 
 
-SIM = register_kind(
-    StudyKind(
-        name="varshney_sim",
-        run=run_sim_cell,
-        summarise=summarise_sim,
-        figure=_figure_sim,
-        required=frozenset({"d"}),
-        optional=SIM_KEYS - {"d"},
-        check_cell=check_sim_cell,
-    )
+SIM = StudyKind(
+    name="varshney_sim",
+    run=run_sim_cell,
+    summarise=summarise_sim,
+    figure=_figure_sim,
+    required=frozenset({"d"}),
+    optional=SIM_KEYS - {"d"},
+    check_cell=check_sim_cell,
 )
 
 
@@ -862,14 +860,12 @@ def _figure_diag(table: pd.DataFrame, *, title: str | None = None) -> Any:
     return plot_diagnostics(table, title=title)
 
 
-DIAGNOSTICS = register_kind(
-    StudyKind(
-        name="varshney_diagnostics",
-        run=run_diagnostics_cell,
-        summarise=summarise_diagnostics,
-        figure=_figure_diag,
-        required=frozenset({"d"}),
-        optional=SIM_KEYS - {"d"},
-        check_cell=check_sim_cell,
-    )
+DIAGNOSTICS = StudyKind(
+    name="varshney_diagnostics",
+    run=run_diagnostics_cell,
+    summarise=summarise_diagnostics,
+    figure=_figure_diag,
+    required=frozenset({"d"}),
+    optional=SIM_KEYS - {"d"},
+    check_cell=check_sim_cell,
 )

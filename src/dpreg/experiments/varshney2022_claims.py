@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dpreg.experiments.claims import CLAIM_COLUMNS, claim_row, loglog_slope, register_claims
+from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row, loglog_slope
 from dpreg.experiments.varshney2022 import sample_complexity
 
 ADAPTIVE = ("ambssgd", "ambssgd_margin")
@@ -297,7 +297,6 @@ def _e6(t: pd.DataFrame) -> list[dict]:
     return rows
 
 
-@register_claims("varshney2022")
 def check(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Evaluate the notes' §5.1 pass criteria on whichever study tables are present."""
     rows: list[dict] = []

@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import Any
+
+from dpreg._validation import check_positive, check_probability
 
 
 def _real(value: object, name: str) -> float:
@@ -124,3 +127,19 @@ class ApproxDP:
 
 
 Budget = ZCDP | ApproxDP
+
+
+def check_budget(budget: Any, kind: type | tuple[type, ...] = (ZCDP, ApproxDP)) -> Any:
+    """Require a budget object of the given kind(s)."""
+    if not isinstance(budget, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        names = " or ".join(k.__name__ for k in kinds)
+        raise TypeError(f"budget must be a {names} instance; got {budget!r}")
+    return budget
+
+
+def check_approx_dp_budget(budget: Any) -> tuple[float, float]:
+    """Require an :class:`ApproxDP` budget; return ``(epsilon, delta)`` (epsilon may be inf)."""
+    check_budget(budget, ApproxDP)
+    epsilon = check_positive(budget.epsilon, "budget.epsilon", allow_inf=True)
+    return epsilon, check_probability(budget.delta, "budget.delta")

@@ -27,8 +27,8 @@ import math
 import numpy as np
 from scipy import optimize
 
-from dpreg._validation import check_budget, check_choice, check_positive, check_probability
-from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget
+from dpreg._validation import check_choice, check_positive, check_probability
+from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget, check_budget
 
 __all__ = [
     "CONVERSIONS",

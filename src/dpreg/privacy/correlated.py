@@ -28,8 +28,8 @@ import math
 
 import numpy as np
 
-from dpreg._validation import check_budget, check_choice, check_positive
-from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget
+from dpreg._validation import check_choice, check_positive
+from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION, eps_to_zcdp, zcdp_to_eps
 from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
 

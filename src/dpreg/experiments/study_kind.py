@@ -1,0 +1,87 @@
+"""What a study kind is: how the workflow runs, summarises and draws a study.
+
+A study in ``config/config.yaml`` names a ``kind``, a ``grid`` (axes whose cartesian
+product gives the cells) and fixed ``params``. The workflow runs every cell in chunks of
+trials with :attr:`StudyKind.run`, concatenates the chunks, aggregates them with
+:attr:`StudyKind.summarise` and draws the figure with :attr:`StudyKind.figure`.
+Adding a study of an existing kind is a config entry; a new kind is one module that
+defines a :class:`StudyKind` and one entry in :data:`dpreg.experiments.kinds.STUDY_KINDS`
+(``CONTRIBUTING.md``, "Add a study kind").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from dpreg.data.datasets import Dataset
+
+RunFn = Callable[..., pd.DataFrame]
+"""``run(cell, *, trials, first_trial, seed, data) -> DataFrame`` (one row per trial).
+
+``cell`` merges the study's ``params`` with the cell's grid values; ``data`` is the
+prepared :class:`~dpreg.data.datasets.Dataset` named by ``cell["dataset"]`` or ``None``.
+Rows must carry ``trial`` (global index) and ``seed``; the workflow adds ``study``."""
+
+SummariseFn = Callable[[pd.DataFrame, Sequence[Mapping[str, Any]]], pd.DataFrame]
+"""``summarise(runs, references) -> table``: deterministic columns only (no timings)."""
+
+FigureFn = Callable[..., Any]
+"""``figure(table, *, title) -> matplotlib.figure.Figure`` drawn from the table only."""
+
+
+@dataclass(frozen=True)
+class StudyKind:
+    """How one kind of study is run, summarised and drawn.
+
+    Attributes
+    ----------
+    name : str
+        The config's ``kind``.
+    run, summarise, figure : callable
+        See :data:`RunFn`, :data:`SummariseFn`, :data:`FigureFn`.
+    required : frozenset of str
+        Keys every cell must have (from ``params`` or ``grid``).
+    optional : frozenset of str
+        Further allowed keys; anything else is a config error naming the key.
+    check_cell : callable, optional
+        ``check_cell(cell)`` raises ``ValueError`` for a bad value (checked before any
+        job runs, so a bad config stops the workflow at once).
+    """
+
+    name: str
+    run: RunFn
+    summarise: SummariseFn
+    figure: FigureFn
+    required: frozenset[str] = field(default_factory=frozenset)
+    optional: frozenset[str] = field(default_factory=frozenset)
+    check_cell: Callable[[Mapping[str, Any]], None] | None = None
+
+    def check_keys(self, study: str, keys: set[str]) -> None:
+        """Raise ``ValueError`` naming unknown or missing keys of a study's cells."""
+        keys = set(keys) - {"conversion"}
+        unknown = keys - self.required - self.optional
+        if unknown:
+            allowed = ", ".join(sorted(self.required | self.optional))
+            raise ValueError(
+                f"config studies.{study}: unknown key(s) {sorted(unknown)} for kind"
+                f" {self.name!r}; allowed: {allowed}"
+            )
+        missing = self.required - keys
+        if missing:
+            raise ValueError(
+                f"config studies.{study}: kind {self.name!r} needs key(s) {sorted(missing)}"
+                " in params or grid"
+            )
+
+
+def dataset_of(cell: Mapping[str, Any]) -> str | None:
+    """Return the dataset a cell reads, if any (its ``dataset`` key)."""
+    name = cell.get("dataset")
+    return None if name is None else str(name)
+
+
+__all__ = ["Dataset", "FigureFn", "RunFn", "StudyKind", "SummariseFn", "dataset_of"]
