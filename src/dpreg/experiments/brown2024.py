@@ -514,6 +514,7 @@ def _tagged(figure: str):
         return table
 
     summarise.__doc__ = f"{summarise_clip_sweep.__doc__}\n    Tagged ``figure = {figure!r}``."
+    summarise.__wrapped__ = summarise_clip_sweep  # type: ignore[attr-defined]
     return summarise
 
 
@@ -761,6 +762,9 @@ def _fig(name: str):
 
         return getattr(plots, name)(table, title=title)
 
+    # Named after the plotting function it calls (imported lazily: matplotlib is loaded
+    # only by figure jobs), so the figure index (docs/figures.md) points at it.
+    draw.__module__, draw.__name__, draw.__qualname__ = "dpreg.plotting.brown2024", name, name
     return draw
 
 

@@ -194,6 +194,13 @@ def _first_trial_only(runs: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["study"], errors="ignore").reset_index(drop=True)
 
 
+def summarise_first_trial(
+    runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()
+) -> pd.DataFrame:
+    """Summary of the deterministic kinds: the rows of the first trial (all trials agree)."""
+    return _first_trial_only(runs)
+
+
 # ----------------------------------------------------------------------- Fig. 1
 
 MEAN_KEYS = frozenset({"etas", "eta_panels", "T"})
@@ -236,7 +243,7 @@ def _figure_mean(table: pd.DataFrame, *, title: str | None = None) -> Any:
 MEAN_RATIO = StudyKind(
     name="ftrl_mean_ratio",
     run=run_mean_ratio,
-    summarise=lambda runs, refs=(): _first_trial_only(runs),
+    summarise=summarise_first_trial,
     figure=_figure_mean,
     required=frozenset({"etas"}),
     optional=MEAN_KEYS - {"etas"},
@@ -360,7 +367,7 @@ def _figure_table(table: pd.DataFrame, *, title: str | None = None) -> Any:
 THEORY_TABLE = StudyKind(
     name="ftrl_theory_table",
     run=run_theory_table,
-    summarise=lambda runs, refs=(): _first_trial_only(runs),
+    summarise=summarise_first_trial,
     figure=_figure_table,
     required=frozenset({"table"}),
     optional=TABLE_KEYS - {"table"},
@@ -758,7 +765,7 @@ def _figure_socp(table: pd.DataFrame, *, title: str | None = None) -> Any:
 SOCP_BOUND = StudyKind(
     name="ftrl_socp_bound",
     run=run_socp_bound,
-    summarise=lambda runs, refs=(): _first_trial_only(runs),
+    summarise=summarise_first_trial,
     figure=_figure_socp,
     required=frozenset(),
     optional=SOCP_KEYS,
@@ -792,6 +799,6 @@ def _figure_quoted(table: pd.DataFrame, *, title: str | None = None) -> Any:
 QUOTED = StudyKind(
     name="ftrl_quoted",
     run=run_quoted,
-    summarise=lambda runs, refs=(): _first_trial_only(runs),
+    summarise=summarise_first_trial,
     figure=_figure_quoted,
 )
