@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 8
 
-.PHONY: install run smoke slurm-smoke report test lint clean
+.PHONY: install run smoke slurm-smoke report test lint docs clean
 
 $(BIN)/.dpreg-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ lint: install
 	$(BIN)/snakefmt --check Snakefile workflow/
 	$(BIN)/snakemake --lint
 	$(BIN)/lint-imports
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs/api build/api
+
+# The API reference (docs/api/*.rst, from the docstrings) into build/api/index.html.
+docs: install
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs/api build/api
 
 clean:
 	rm -rf results resources logs benchmarks/runs .snakemake report.html

@@ -12,7 +12,7 @@ every output with a statistic s. Two kinds of evidence come out of the scores:
   one half of the runs and evaluated on the other half, so the choice does not bias it.
 * **Gaussian DP** (Dong, Roth & Su 2022, "Gaussian differential privacy", Def. 2.6): when
   the statistic is exactly Gaussian with the same variance under D and D', the pair is
-  ``mu``-GDP with ``mu = |m_1 - m_0| / s``. :func:`estimate_gdp_mu` estimates it with a
+  ``mu``-GDP with ``mu = abs(m_1 - m_0) / s``. :func:`estimate_gdp_mu` estimates it with a
   confidence interval; :func:`gdp_mu_from_approx_dp` and :func:`gdp_mu_from_zcdp` give the
   largest ``mu`` a claim allows.
 
@@ -278,7 +278,7 @@ class GDPEstimate:
 def estimate_gdp_mu(
     scores0: np.ndarray, scores1: np.ndarray, *, alpha: float = 0.05
 ) -> GDPEstimate:
-    """Estimate mu = |m_1 - m_0|/s from scores on D and D' with a confidence interval.
+    """Estimate mu = abs(m_1 - m_0)/s from scores on D and D' with a confidence interval.
 
     The variance of the standardised difference d is ``1/n_0 + 1/n_1 + d^2/(2(n_0+n_1))``
     (Hedges & Olkin 1985); the interval is ``d -/+ z_{1-alpha/2} se``, folded at 0.

@@ -385,14 +385,14 @@ def fit_adassp(
 
     References
     ----------
-    .. [1] Y.-X. Wang, "Revisiting differentially private linear regression: optimal
-       and adaptive prediction & estimation in unbounded domain", UAI 2018, pp.
-       93--103 (Algorithm 2, AdaSSP).
-    .. [2] O. Lev, M. Shenfeld, V. Srinivasan, K. Ligett, A. C. Wilson, "Near-optimal
-       private linear regression via iterative Hessian mixing", 2026, Algorithm 6,
-       eq. (13), Appendices G--H.
-    .. [3] B. Balle, Y.-X. Wang, "Improving the Gaussian mechanism for differential
-       privacy: analytical calibration and optimal denoising", ICML 2018, Alg. 1.
+    - Y.-X. Wang, "Revisiting differentially private linear regression: optimal
+      and adaptive prediction & estimation in unbounded domain", UAI 2018, pp.
+      93--103 (Algorithm 2, AdaSSP).
+    - O. Lev, M. Shenfeld, V. Srinivasan, K. Ligett, A. C. Wilson, "Near-optimal
+      private linear regression via iterative Hessian mixing", 2026, Algorithm 6,
+      eq. (13), Appendices G--H.
+    - B. Balle, Y.-X. Wang, "Improving the Gaussian mechanism for differential
+      privacy: analytical calibration and optimal denoising", ICML 2018, Alg. 1.
     """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y, trials, rng = check_bounded_design(

@@ -18,13 +18,13 @@ is one read of the ``T (s + b)`` rows and two batched matrix products per row ch
 
 Clip rules per run (:data:`CLIP_RULES`):
 
-``adaptive``  :math:`\zeta_t = R_x \gamma_t \log^a N` with :math:`\gamma_t` from DP-STAT
-              (Algorithm 2, line 8);
-``fixed``     a constant :math:`\zeta` (ablation, notes §5.1 method 3);
-``oracle``    :math:`\zeta_t = R_x K_2 \log^{2a}N(\sqrt\kappa\|w_t - w^*\|_H + \sigma)`
-              (Lemma 3.11's requirement with the true :math:`w^*`: a non-private
-              reference, notes §5.1 method 4);
-``none``      no clipping and no noise (non-private one-pass mini-batch SGD).
+- ``adaptive``: :math:`\zeta_t = R_x \gamma_t \log^a N` with :math:`\gamma_t` from
+  DP-STAT (Algorithm 2, line 8);
+- ``fixed``: a constant :math:`\zeta` (ablation, notes §5.1 method 3);
+- ``oracle``: :math:`\zeta_t = R_x K_2 \log^{2a}N(\sqrt\kappa\|w_t - w^*\|_H + \sigma)`
+  (Lemma 3.11's requirement with the true :math:`w^*`: a non-private
+  reference, notes §5.1 method 4);
+- ``none``: no clipping and no noise (non-private one-pass mini-batch SGD).
 
 Decisions on the paper's pitfalls (notes §8) taken here: ``min`` in the clip (item 2);
 disjoint stat/gradient samples :math:`[\tau, \tau+s)`, :math:`[\tau+s, \tau+s+b)`

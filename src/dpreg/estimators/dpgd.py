@@ -102,7 +102,7 @@ def clipped_mean_gradient(
     grad : ndarray, shape (d, trials)
         :math:`\frac1n\sum_i \mathrm{clip}(g_i)` for each column of ``theta``.
     clip_fraction : ndarray, shape (trials,)
-        Fraction of the n examples that were clipped (norm or |residual| > ``clip``).
+        Fraction of the n examples that were clipped (norm or abs(residual) > ``clip``).
     """
     n = X.shape[0]
     trials = theta.shape[1]
@@ -651,13 +651,13 @@ def fit_dp_gd(
 
     References
     ----------
-    .. [1] G. Brown, K. Dvijotham, G. Evans, D. Liu, A. Smith, A. Thakurta, "Private
-       gradient descent for linear regression: tighter error bounds and
-       instance-specific uncertainty estimation", ICML 2024, Algorithm 1, Lemma 2.1.
-    .. [2] O. Lev et al., "Near-optimal private linear regression via iterative Hessian
-       mixing", 2026, Algorithm 7, eq. (157), Appendices H and J.
-    .. [3] M. Bun, T. Steinke, "Concentrated differential privacy: simplifications,
-       extensions, and lower bounds", TCC 2016, Props. 1.3 and 1.6, Lemma 2.3.
+    - G. Brown, K. Dvijotham, G. Evans, D. Liu, A. Smith, A. Thakurta, "Private
+      gradient descent for linear regression: tighter error bounds and
+      instance-specific uncertainty estimation", ICML 2024, Algorithm 1, Lemma 2.1.
+    - O. Lev et al., "Near-optimal private linear regression via iterative Hessian
+      mixing", 2026, Algorithm 7, eq. (157), Appendices H and J.
+    - M. Bun, T. Steinke, "Concentrated differential privacy: simplifications,
+      extensions, and lower bounds", TCC 2016, Props. 1.3 and 1.6, Lemma 2.3.
     """
     check_budget(budget, (ZCDP, ApproxDP))
     streams = _check_streams(rng)

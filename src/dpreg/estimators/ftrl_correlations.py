@@ -19,19 +19,18 @@ DP-FTRL with a lower-triangular Toeplitz noise-coefficient matrix :math:`B`
 
 The correlations of the paper (Table 2, Table 3, Eq. 7, Theorem 2.1):
 
-============================  =====================================  ==========================
-factory                       :math:`\beta`                          :math:`\gamma_\infty^2`
-============================  =====================================  ==========================
-:func:`independent`           :math:`(1, 0, 0, \dots)` (DP-SGD)       1
-:func:`nu_ftrl`               Eq. 7, :math:`0 < \nu < 1`              :math:`\frac2\pi K(1-\nu)`
-:func:`optimal_cc`            Eq. 7 with :math:`\nu = 0`              :math:`\infty`
-                              (Fichtenberger et al. 2023)
-:func:`optimal_mean_estimation`  Eq. 7 with :math:`\nu = \eta`        :math:`\frac2\pi K(1-\eta)`
-                              (Theorem 2.1)
-:func:`anti_pgd`              :math:`(1, -1, 0, \dots)`               :math:`\infty`
-:func:`damped_anti_pgd`       :math:`(1, -(1-\nu), 0, \dots)`         :math:`1/(\nu(2-\nu))`
-:func:`finite_toeplitz`       any finite :math:`\beta`, :math:`\beta_0 \ne 0`  by summation
-============================  =====================================  ==========================
+- :func:`independent`: :math:`\beta = (1, 0, 0, \dots)` (DP-SGD),
+  :math:`\gamma_\infty^2 = 1`;
+- :func:`nu_ftrl`: Eq. 7 with :math:`0 < \nu < 1`, :math:`\gamma_\infty^2 = \frac2\pi K(1-\nu)`;
+- :func:`optimal_cc`: Eq. 7 with :math:`\nu = 0` (Fichtenberger et al. 2023),
+  :math:`\gamma_\infty^2 = \infty`;
+- :func:`optimal_mean_estimation`: Eq. 7 with :math:`\nu = \eta` (Theorem 2.1),
+  :math:`\gamma_\infty^2 = \frac2\pi K(1-\eta)`;
+- :func:`anti_pgd`: :math:`\beta = (1, -1, 0, \dots)`, :math:`\gamma_\infty^2 = \infty`;
+- :func:`damped_anti_pgd`: :math:`\beta = (1, -(1-\nu), 0, \dots)`,
+  :math:`\gamma_\infty^2 = 1/(\nu(2-\nu))`;
+- :func:`finite_toeplitz`: any finite :math:`\beta` with :math:`\beta_0 \ne 0`,
+  :math:`\gamma_\infty^2` by summation.
 
 :math:`K` is the complete elliptic integral of the first kind in the *modulus*
 convention of the paper (F.4); SciPy's ``ellipk`` takes the parameter

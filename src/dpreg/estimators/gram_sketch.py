@@ -43,11 +43,11 @@ accumulates :math:`S A = \sum_J S_{:,J} A_J`.
 
 References
 ----------
-.. [1] O. Lev, M. Shenfeld, V. Srinivasan, K. Ligett, A. C. Wilson, "Near-optimal
-   private linear regression via iterative Hessian mixing", 2026, Algorithms 1, 3, 4.
-.. [2] M. S. Bartlett, "On the theory of statistical regression", Proc. Roy. Soc.
-   Edinburgh 53 (1933); T. W. Anderson, *An Introduction to Multivariate Statistical
-   Analysis*, 3rd ed., Wiley 2003, Section 7.2.
+- O. Lev, M. Shenfeld, V. Srinivasan, K. Ligett, A. C. Wilson, "Near-optimal
+  private linear regression via iterative Hessian mixing", 2026, Algorithms 1, 3, 4.
+- M. S. Bartlett, "On the theory of statistical regression", Proc. Roy. Soc.
+  Edinburgh 53 (1933); T. W. Anderson, *An Introduction to Multivariate Statistical
+  Analysis*, 3rd ed., Wiley 2003, Section 7.2.
 """
 
 from __future__ import annotations

@@ -436,13 +436,13 @@ def fit_ihm(
 
     References
     ----------
-    .. [1] O. Lev, M. Shenfeld, V. Srinivasan, K. Ligett, A. C. Wilson, "Near-optimal
-       private linear regression via iterative Hessian mixing", 2026, Algorithms 1--2,
-       Theorem 1, eqs. (35)--(44), §5, App. H.
-    .. [2] M. Pilanci, M. J. Wainwright, "Iterative Hessian sketch", JMLR 17 (2016).
-    .. [3] B. Balle, Y.-X. Wang, ICML 2018, Alg. 1 and Thm 8 (analytic Gaussian).
-    .. [4] C. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential
-       privacy", NeurIPS 2020, Prop. 12 (RDP to DP).
+    - O. Lev, M. Shenfeld, V. Srinivasan, K. Ligett, A. C. Wilson, "Near-optimal
+      private linear regression via iterative Hessian mixing", 2026, Algorithms 1--2,
+      Theorem 1, eqs. (35)--(44), §5, App. H.
+    - M. Pilanci, M. J. Wainwright, "Iterative Hessian sketch", JMLR 17 (2016).
+    - B. Balle, Y.-X. Wang, ICML 2018, Alg. 1 and Thm 8 (analytic Gaussian).
+    - C. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential
+      privacy", NeurIPS 2020, Prop. 12 (RDP to DP).
     """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y, trials, rng = check_bounded_design(

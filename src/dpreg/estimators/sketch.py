@@ -393,11 +393,11 @@ def fit_linear_mixing(
 
     References
     ----------
-    .. [1] O. Lev, V. Srinivasan, M. Shenfeld, K. Ligett, A. Sekhari, A. C. Wilson,
-       "The Gaussian mixing mechanism: Renyi differential privacy via Gaussian sketches",
-       2025, Lemma 1, Prop. 5, Algorithms 2--5.
-    .. [2] O. Lev et al., "Near-optimal private linear regression via iterative Hessian
-       mixing", 2026, Algorithms 2--5, eq. (17), Theorem 2, Lemma 13, Appendix H.
+    - O. Lev, V. Srinivasan, M. Shenfeld, K. Ligett, A. Sekhari, A. C. Wilson,
+      "The Gaussian mixing mechanism: Renyi differential privacy via Gaussian sketches",
+      2025, Lemma 1, Prop. 5, Algorithms 2--5.
+    - O. Lev et al., "Near-optimal private linear regression via iterative Hessian
+      mixing", 2026, Algorithms 2--5, eq. (17), Theorem 2, Lemma 13, Appendix H.
     """
     epsilon, delta, X, y, trials, rng, scale, A, gram_eig = _prepare(
         X, y, budget, rng, trials, bound_X, bound_y, sampler

@@ -21,11 +21,11 @@ Sheffet's sketch (:mod:`dpreg.estimators.sketch`).
 
 References
 ----------
-.. [1] O. Lev, V. Srinivasan, M. Shenfeld, K. Ligett, A. Sekhari, A. C. Wilson,
-   "The Gaussian mixing mechanism: Renyi differential privacy via Gaussian sketches",
-   2025, Lemma 1; Lev et al. (2026), Lemma 1, Lemma 3, eq. (39).
-.. [2] C. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential
-   privacy", NeurIPS 2020, Prop. 12.
+- O. Lev, V. Srinivasan, M. Shenfeld, K. Ligett, A. Sekhari, A. C. Wilson,
+  "The Gaussian mixing mechanism: Renyi differential privacy via Gaussian sketches",
+  2025, Lemma 1; Lev et al. (2026), Lemma 1, Lemma 3, eq. (39).
+- C. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential
+  privacy", NeurIPS 2020, Prop. 12.
 """
 
 from __future__ import annotations
