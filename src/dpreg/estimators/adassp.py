@@ -393,6 +393,20 @@ def fit_adassp(
       eq. (13), Appendices G--H.
     - B. Balle, Y.-X. Wang, "Improving the Gaussian mechanism for differential
       privacy: analytical calibration and optimal denoising", ICML 2018, Alg. 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ApproxDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 3)) / np.sqrt(3)  # rows of norm <= 1
+    >>> y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=2000), -1, 1)
+    >>> fit = fit_adassp(X, y, budget=ApproxDP(1.0, 1e-6), rng=rng, trials=4,
+    ...                bound_X=1.0, bound_y=1.0)
+    >>> fit.theta.shape
+    (4, 3)
+    >>> fit.budget_spent.epsilon <= 1.0
+    True
     """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y, trials, rng = check_bounded_design(

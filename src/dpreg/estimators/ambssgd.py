@@ -342,6 +342,18 @@ def fit_dp_ambssgd(
     disjoint and the leftover rows unused, so parallel composition gives
     :math:`1/\alpha^2`-zCDP for the pass, for any data (shuffling is not needed for
     privacy, notes §8 item 23).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ZCDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 2))
+    >>> y = X @ np.array([1.0, -1.0]) + 0.1 * rng.normal(size=4000)
+    >>> fit = fit_dp_ambssgd(X, y, budget=ZCDP(0.5), rng=rng, trials=2, x_norm_sq=2.0, H_norm=1.0,
+    ...                      stat_domain=20.0)
+    >>> fit.theta.shape, fit.budget_spent
+    ((2, 2), ZCDP(rho=0.5000000000000001))
     """
     return _fit(
         X, y, clip_rule="adaptive", budget=budget, rng=rng, trials=trials,
@@ -380,6 +392,18 @@ def fit_dp_ambssgd_fixedclip(
     (:func:`~dpreg.estimators.ambssgd_privacy.fixed_clip_noise_multiplier`). The stat
     rows are read and ignored so that both variants see the same batches. Parameters as
     :func:`fit_dp_ambssgd`; ``stat_domain`` only sets the default ``fixed_clip``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ZCDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 2))
+    >>> y = X @ np.array([1.0, -1.0]) + 0.1 * rng.normal(size=4000)
+    >>> fit = fit_dp_ambssgd_fixedclip(X, y, budget=ZCDP(0.5), rng=rng, x_norm_sq=2.0, H_norm=1.0,
+    ...                                fixed_clip=5.0)
+    >>> fit.theta.shape
+    (1, 2)
     """
     return _fit(
         X, y, clip_rule="fixed", budget=budget, rng=rng, trials=trials,
@@ -418,6 +442,19 @@ def fit_dp_ambssgd_oracleclip(
     :math:`\alpha/\sqrt2` as for the fixed clip. ``budget_spent`` is None. ``w_star``,
     ``H`` (eigenvalues of a diagonal H, or H) and ``sigma`` are the population truth;
     other parameters as :func:`fit_dp_ambssgd`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ZCDP
+    >>> rng = np.random.default_rng(0)
+    >>> w = np.array([1.0, -1.0])
+    >>> X = rng.normal(size=(4000, 2))
+    >>> y = X @ w + 0.1 * rng.normal(size=4000)
+    >>> fit = fit_dp_ambssgd_oracleclip(X, y, budget=ZCDP(0.5), rng=rng, x_norm_sq=2.0, H_norm=1.0,
+    ...                                 w_star=w, H=np.eye(2), sigma=0.1)  # NOT private: uses w*
+    >>> fit.theta.shape
+    (1, 2)
     """
     X = check_matrix(X, "X")  # first, so a bad X is named as X
     d = X.shape[1]
@@ -460,6 +497,16 @@ def fit_ambssgd_sgd(
     :math:`\alpha = 0` and no clipping (notes §5.1 method 1): the reference that isolates
     the cost of privacy. ``budget`` is ignored (accepted so that configs can pass one);
     ``budget_spent`` is None.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(4000, 2))
+    >>> y = X @ np.array([1.0, -1.0]) + 0.1 * rng.normal(size=4000)
+    >>> fit = fit_ambssgd_sgd(X, y, rng=rng, x_norm_sq=2.0, H_norm=1.0)
+    >>> fit.theta.shape, fit.budget_spent
+    ((1, 2), None)
     """
     del budget
     return _fit(

@@ -273,6 +273,21 @@ def fit_dp_ssgd(
     replacing the record moves the mean by at most :math:`2\eta\zeta`, and the noise std
     is :math:`2\eta\zeta\alpha`, so it is a Gaussian mechanism with multiplier
     :math:`\alpha` (Lemma A.1).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from dpreg import ApproxDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 2))
+    >>> X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    >>> y = np.clip(X @ np.ones(2), -1, 1)
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter('ignore')  # outside Theorem 3.1's regime at this small n
+    ...     fit = fit_dp_ssgd(X, y, budget=ApproxDP(1.0, 1e-5), rng=rng, clip=1.0, eta=0.1)
+    >>> fit.theta.shape, fit.budget_spent.epsilon <= 1.0
+    ((1, 2), True)
     """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y = check_regression(X, y, require_full_rank=False)

@@ -658,6 +658,18 @@ def fit_dp_gd(
       mixing", 2026, Algorithm 7, eq. (157), Appendices H and J.
     - M. Bun, T. Steinke, "Concentrated differential privacy: simplifications,
       extensions, and lower bounds", TCC 2016, Props. 1.3 and 1.6, Lemma 2.3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ZCDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(1000, 3))
+    >>> y = X @ np.array([0.5, -0.3, 0.2]) + rng.normal(size=1000)
+    >>> fit = fit_dp_gd(X, y, budget=ZCDP(0.5), rng=rng, trials=4, bound_X=None, bound_y=None,
+    ...                 T=20, step=0.5, clip=5.0)  # Brown et al.: clipping, no data bounds
+    >>> fit.theta.shape, fit.budget_spent
+    ((4, 3), ZCDP(rho=0.5))
     """
     check_budget(budget, (ZCDP, ApproxDP))
     streams = _check_streams(rng)

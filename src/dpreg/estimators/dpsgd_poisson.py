@@ -166,6 +166,18 @@ def fit_dp_sgd_poisson(
         ``budget_spent`` recomputed by the accountant from the calibrated multiplier;
         diagnostics ``noise_multiplier``, ``steps``, ``sampling_rate``,
         ``clip_fraction`` (trials,), ``neighbours = "add_remove_one"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ApproxDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(1000, 3)) / 3
+    >>> y = X @ np.array([0.5, -0.3, 0.2])
+    >>> fit = fit_dp_sgd_poisson(X, y, budget=ApproxDP(1.0, 1e-6), rng=rng, trials=2, clip=1.0,
+    ...                          eta=0.5, batch_size=100, n_public=1000)
+    >>> fit.theta.shape
+    (2, 3)
     """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y = check_regression(X, y, require_full_rank=False)

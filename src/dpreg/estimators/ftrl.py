@@ -457,6 +457,17 @@ def fit_dp_ftrl(
         diagnostics ``noise_multiplier``,
         ``sensitivity_sq``, ``steps``, ``correlation``, ``nu``,
         ``clip_fraction`` (trials,), ``rho_certified``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ZCDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 3)) / 3
+    >>> y = X @ np.array([0.5, -0.3, 0.2])
+    >>> fit = fit_dp_ftrl(X, y, budget=ZCDP(1.0), rng=rng, trials=2, eta=0.1, clip=1.0, nu=0.1)
+    >>> fit.theta.shape
+    (2, 3)
     """
     X, y = check_regression(X, y, require_full_rank=False)
     n, d = X.shape
@@ -597,7 +608,19 @@ def fit_dp_sgd_stream(
     trials: int = 1,
     **hyper: Any,
 ) -> Fit:
-    """DP-SGD, one shuffled pass: :func:`fit_dp_ftrl` with independent noise (B = I)."""
+    """DP-SGD, one shuffled pass: :func:`fit_dp_ftrl` with independent noise (B = I).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ZCDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 3)) / 3
+    >>> y = X @ np.array([0.5, -0.3, 0.2])
+    >>> fit = fit_dp_sgd_stream(X, y, budget=ZCDP(1.0), rng=rng, trials=2, eta=0.1, clip=1.0)
+    >>> fit.theta.shape
+    (2, 3)
+    """
     if "correlation" in hyper:
         raise ValueError("dp_sgd_stream fixes correlation='sgd'; use dp_ftrl to choose one")
     fit = fit_dp_ftrl(

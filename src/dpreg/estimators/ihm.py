@@ -443,6 +443,17 @@ def fit_ihm(
     - B. Balle, Y.-X. Wang, ICML 2018, Alg. 1 and Thm 8 (analytic Gaussian).
     - C. Canonne, G. Kamath, T. Steinke, "The discrete Gaussian for differential
       privacy", NeurIPS 2020, Prop. 12 (RDP to DP).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ApproxDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 3)) / np.sqrt(3)
+    >>> y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=2000), -1, 1)
+    >>> fit = fit_ihm(X, y, budget=ApproxDP(1.0, 1e-6), rng=rng, trials=4, T=3)
+    >>> fit.theta.shape, fit.diagnostics['T']
+    ((4, 3), 3)
     """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y, trials, rng = check_bounded_design(

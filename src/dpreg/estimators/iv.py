@@ -677,6 +677,17 @@ def fit_two_stage_gd(
         ``budget_spent=None``; diagnostics ``theta_path`` (trials, T, q, p) or None,
         ``theta_final`` (trials, q, p), ``clip_fraction_theta``/``clip_fraction_beta``
         (trials, T) (zeros), ``lambda1 = lambda2 = 0``, step sizes, ``n_nonfinite``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> Z = rng.normal(size=(2000, 1))
+    >>> X = Z + 0.5 * rng.normal(size=(2000, 1))
+    >>> y = 2.0 * X[:, 0] + rng.normal(size=2000)
+    >>> fit = fit_two_stage_gd(Z, X, y, T=200, step_theta=0.5, step_beta=0.5)
+    >>> fit.theta.round(1)
+    array([[2.]])
     """
     T, step_theta, step_beta, trials, return_path = _check_common(
         T, step_theta, step_beta, trials, return_path
@@ -832,6 +843,18 @@ def fit_dp_two_stage_gd(
 
     Nothing outside the iteration is covered: centring or subsampling the data,
     choosing step sizes or thresholds from the data (notes P17).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> Z = rng.normal(size=(2000, 1))
+    >>> X = Z + 0.5 * rng.normal(size=(2000, 1))
+    >>> y = 2.0 * X[:, 0] + rng.normal(size=2000)
+    >>> fit = fit_dp_two_stage_gd(Z, X, y, rho1=5.0, rho2=5.0, rng=rng, T=50, step_theta=0.5,
+    ...                           step_beta=0.5, clip_theta=5.0, clip_beta=5.0, trials=3)
+    >>> fit.theta.shape
+    (3, 1)
     """
     T, step_theta, step_beta, trials, return_path = _check_common(
         T, step_theta, step_beta, trials, return_path
@@ -997,6 +1020,18 @@ def fit_dp_two_stage_gd_beta(
         ``diagnostics["theta_path"]`` and ``["theta_final"]`` are **non-private** (no
         noise at all): never publish them. ``clip_fraction_theta`` is zero (no
         first-stage clipping).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> Z = rng.normal(size=(2000, 1))
+    >>> X = Z + 0.5 * rng.normal(size=(2000, 1))
+    >>> y = 2.0 * X[:, 0] + rng.normal(size=2000)
+    >>> fit = fit_dp_two_stage_gd_beta(Z, X, y, rho2=5.0, rng=rng, T=50, step_theta=0.5,
+    ...                                step_beta=0.5, clip_beta=5.0, trials=3)
+    >>> fit.theta.shape
+    (3, 1)
     """
     T, step_theta, step_beta, trials, return_path = _check_common(
         T, step_theta, step_beta, trials, return_path

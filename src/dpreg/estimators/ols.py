@@ -382,6 +382,16 @@ def fit_ols(
     -----
     :math:`\hat\theta = X^+ y` via ``numpy.linalg.lstsq`` (Lev et al. 2026, §1 and
     §5: the experiments' non-private baseline is the minimum-norm solution).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> y = X @ np.array([1.0, -2.0]) + 0.1 * rng.normal(size=200)
+    >>> fit = fit_ols(X, y)
+    >>> fit.theta.round(1), fit.budget_spent
+    (array([[ 1., -2.]]), None)
     """
     X, y = check_regression(X, y, require_full_rank=False)
     trials = check_trials(trials)

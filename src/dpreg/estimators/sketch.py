@@ -398,6 +398,17 @@ def fit_linear_mixing(
       2025, Lemma 1, Prop. 5, Algorithms 2--5.
     - O. Lev et al., "Near-optimal private linear regression via iterative Hessian
       mixing", 2026, Algorithms 2--5, eq. (17), Theorem 2, Lemma 13, Appendix H.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ApproxDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 3)) / np.sqrt(3)
+    >>> y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=2000), -1, 1)
+    >>> fit = fit_linear_mixing(X, y, budget=ApproxDP(1.0, 1e-6), rng=rng, trials=4)
+    >>> fit.theta.shape
+    (4, 3)
     """
     epsilon, delta, X, y, trials, rng, scale, A, gram_eig = _prepare(
         X, y, budget, rng, trials, bound_X, bound_y, sampler
@@ -560,6 +571,17 @@ def fit_sheffet_sketch(
     failure event). Since :math:`\eta` does not adapt to :math:`\lambda^{XY}_{\min}`, the
     error saturates at about :math:`L(\theta^*)` plus the noise term (Lev et al. 2026,
     after Theorem 2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ApproxDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(2000, 3)) / np.sqrt(3)
+    >>> y = np.clip(X @ np.array([0.5, -0.3, 0.2]) + 0.1 * rng.normal(size=2000), -1, 1)
+    >>> fit = fit_sheffet_sketch(X, y, budget=ApproxDP(1.0, 1e-6), rng=rng, trials=4)
+    >>> fit.theta.shape
+    (4, 3)
     """
     epsilon, delta, X, y, trials, rng, scale, A, gram_eig = _prepare(
         X, y, budget, rng, trials, bound_X, bound_y, sampler

@@ -30,6 +30,14 @@ def coverage_summary(covered: np.ndarray, alpha: float = 0.05) -> dict[str, floa
         accounts for dependence between coordinates of one run), ``se_nominal``
         (binomial SE at the nominal level if the runs x d indicators were independent),
         ``runs``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> covered = np.array([[True, True]] * 95 + [[False, True]] * 5)  # 100 runs, 2 coordinates
+    >>> s = coverage_summary(covered)
+    >>> s['mean'], s['runs']
+    (0.975, 100)
     """
     covered = np.asarray(covered, dtype=np.float64)
     runs, d = covered.shape
@@ -52,6 +60,15 @@ def ols_interval_half_width(X: np.ndarray, y: np.ndarray, alpha: float = 0.05) -
     The textbook OLS interval for the population coefficients (statsmodels' classical
     standard errors via :func:`~dpreg.estimators.ols.ols_reference`), the dashed line of
     Figures 6 and 11.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 2))
+    >>> y = X @ np.array([1.0, 0.0]) + rng.normal(size=400)
+    >>> ols_interval_half_width(X, y).round(2)
+    array([0.09, 0.09])
     """
     ref = ols_reference(X, y)
     return t_quantile(alpha, ref.n - ref.rank + 1) * ref.std_errors

@@ -183,6 +183,18 @@ def dp_gd_confidence_intervals(
     ValueError
         Unknown method or run estimate, ``m < 2``, ``alpha`` outside (0, 1), too few
         steps for the burn-in, and every error of :func:`fit_dp_gd`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ZCDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(2000, 2))
+    >>> y = X @ np.array([1.0, -1.0]) + rng.normal(size=2000)
+    >>> ci = dp_gd_confidence_intervals(X, y, budget=ZCDP(1.0), rng=rng, method='independent_runs',
+    ...                                 total_steps=400, clip=10.0, step=0.5, m=10)
+    >>> ci.lower.shape, bool(np.all(ci.lower < ci.upper))
+    ((1, 2), True)
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}; got {method!r}")

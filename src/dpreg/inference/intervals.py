@@ -48,6 +48,13 @@ def t_interval(estimates: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndar
     center, half_width : ndarray, shape (..., d)
         :math:`\bar\theta_j` and :math:`t_{1-\alpha/2,m-1}\hat\sigma_j/\sqrt m`
         (``ddof = 1``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lower, upper = t_interval(np.array([[0.9], [1.1], [1.0], [1.2], [0.8]]), alpha=0.05)
+    >>> lower.round(3), upper.round(3)
+    (array([1.]), array([0.196]))
     """
     est = np.asarray(estimates, dtype=np.float64)
     if est.ndim < 2:

@@ -32,6 +32,13 @@ class ZCDP:
     ----------
     rho : float
         Must be > 0 (``math.inf`` means no privacy, used for noiseless limits).
+
+    Examples
+    --------
+    >>> ZCDP(0.5) + ZCDP(0.25)
+    ZCDP(rho=0.75)
+    >>> ZCDP(1.0).split(1, 3)
+    (ZCDP(rho=0.25), ZCDP(rho=0.75))
     """
 
     rho: float
@@ -81,6 +88,11 @@ class ApproxDP:
         Must be > 0 (``math.inf`` means no privacy).
     delta : float
         Must lie in the open interval (0, 1).
+
+    Examples
+    --------
+    >>> ApproxDP(1.0, 1e-6).split(1, 1)
+    (ApproxDP(epsilon=0.5, delta=5e-07), ApproxDP(epsilon=0.5, delta=5e-07))
     """
 
     epsilon: float

@@ -123,6 +123,13 @@ def zcdp_to_eps(rho: float, delta: float, method: str = DEFAULT_CONVERSION) -> f
     ValueError
         If ``rho <= 0``, ``delta`` is outside (0, 1), either is NaN, or ``method`` is
         not one of :data:`CONVERSIONS`.
+
+    Examples
+    --------
+    >>> round(zcdp_to_eps(0.5, 1e-6), 4)
+    5.2215
+    >>> round(zcdp_to_eps(0.5, 1e-6, 'simple'), 4)
+    5.7565
     """
     rho = check_positive(rho, "rho", allow_inf=True)
     delta = check_probability(delta, "delta")
@@ -168,6 +175,14 @@ def eps_to_zcdp(epsilon: float, delta: float, method: str = DEFAULT_CONVERSION) 
     ValueError
         If ``epsilon <= 0``, ``delta`` is outside (0, 1), either is NaN, or ``method``
         is unknown.
+
+    Examples
+    --------
+    >>> rho = eps_to_zcdp(1.0, 1e-6)
+    >>> round(rho, 5)
+    0.02436
+    >>> round(zcdp_to_eps(rho, 1e-6), 6)
+    1.0
     """
     epsilon = check_positive(epsilon, "epsilon", allow_inf=True)
     delta = check_probability(delta, "delta")
@@ -230,6 +245,13 @@ def zcdp_to_approx_dp(budget: ZCDP, delta: float, method: str = DEFAULT_CONVERSI
     ValueError
         For a bad ``delta``/``method``, or if the converted epsilon is 0 (``delta`` so
         large that the guarantee is (0, delta)-DP, which :class:`ApproxDP` cannot hold).
+
+    Examples
+    --------
+    >>> from dpreg.privacy.budgets import ZCDP
+    >>> b = zcdp_to_approx_dp(ZCDP(0.5), 1e-6)
+    >>> round(b.epsilon, 4), b.delta
+    (5.2215, 1e-06)
     """
     check_budget(budget, ZCDP)
     eps = zcdp_to_eps(budget.rho, delta, method)
@@ -266,6 +288,12 @@ def approx_dp_to_zcdp(budget: ApproxDP, method: str = DEFAULT_CONVERSION) -> ZCD
         If ``budget`` is not an :class:`ApproxDP`.
     ValueError
         If ``method`` is unknown.
+
+    Examples
+    --------
+    >>> from dpreg.privacy.budgets import ApproxDP
+    >>> round(approx_dp_to_zcdp(ApproxDP(1.0, 1e-6)).rho, 5)
+    0.02436
     """
     check_budget(budget, ApproxDP)
     return ZCDP(eps_to_zcdp(budget.epsilon, budget.delta, method))
@@ -293,6 +321,12 @@ def compose(*budgets: Budget) -> Budget:
         first with :func:`zcdp_to_approx_dp` or :func:`approx_dp_to_zcdp`).
     ValueError
         If the composed delta reaches 1.
+
+    Examples
+    --------
+    >>> from dpreg.privacy.budgets import ZCDP
+    >>> compose(ZCDP(0.1), ZCDP(0.2)).rho == 0.1 + 0.2
+    True
     """
     if not budgets:
         raise TypeError("compose needs at least one budget")

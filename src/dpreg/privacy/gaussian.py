@@ -52,6 +52,11 @@ def zcdp_gaussian_sigma(rho: float, sensitivity: float) -> float:
     ------
     ValueError
         If ``rho`` or ``sensitivity`` is not positive (or is NaN).
+
+    Examples
+    --------
+    >>> zcdp_gaussian_sigma(0.125, 1.0)  # Delta / sqrt(2 rho)
+    2.0
     """
     rho = check_positive(rho, "rho", allow_inf=True)
     sensitivity = check_positive(sensitivity, "sensitivity")
@@ -82,6 +87,11 @@ def gaussian_zcdp(sigma: float, sensitivity: float) -> float:
     ------
     ValueError
         If ``sigma`` or ``sensitivity`` is not a finite positive number.
+
+    Examples
+    --------
+    >>> gaussian_zcdp(2.0, 1.0)  # Delta^2 / (2 sigma^2)
+    0.125
     """
     sigma = check_positive(sigma, "sigma")
     sensitivity = check_positive(sensitivity, "sensitivity")
@@ -120,6 +130,11 @@ def classic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> 
     fail to be (epsilon, delta)-DP for large epsilon). Use
     :func:`analytic_gaussian_sigma`, which is exact for every epsilon and always
     smaller than this value for ``epsilon < 1``.
+
+    Examples
+    --------
+    >>> round(classic_gaussian_sigma(1.0, 1e-6, 1.0), 4)  # sqrt(2 ln(1.25/delta)) / eps
+    5.2988
     """
     epsilon = check_positive(epsilon, "epsilon")
     delta = check_probability(delta, "delta")
@@ -174,6 +189,11 @@ def gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
     ------
     ValueError
         If an argument is not a finite positive number.
+
+    Examples
+    --------
+    >>> f'{gaussian_delta(4.0, 1.0, 1.0):.3e}'
+    '2.924e-06'
     """
     sigma = check_positive(sigma, "sigma")
     epsilon = check_positive(epsilon, "epsilon")
@@ -232,6 +252,14 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     ------
     ValueError
         If an argument is out of range or NaN.
+
+    Examples
+    --------
+    >>> sigma = analytic_gaussian_sigma(1.0, 1e-6, sensitivity=1.0)
+    >>> round(sigma, 4)
+    4.2247
+    >>> round(gaussian_epsilon(sigma, 1e-6, 1.0), 6)
+    1.0
     """
     epsilon = check_positive(epsilon, "epsilon")
     delta = check_probability(delta, "delta")
@@ -292,6 +320,11 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float) -> float:
     ------
     ValueError
         If an argument is out of range or NaN.
+
+    Examples
+    --------
+    >>> round(gaussian_epsilon(4.0, 1e-6, 1.0), 4)
+    1.0607
     """
     sigma = check_positive(sigma, "sigma")
     delta = check_probability(delta, "delta")

@@ -108,6 +108,12 @@ def mixing_epsilon(
     -------
     (float, float)
         ``(epsilon, alpha_opt)``.
+
+    Examples
+    --------
+    >>> eps, order = mixing_epsilon(gamma=100.0, k=50, delta=1e-6)
+    >>> round(eps, 3)
+    0.277
     """
     log_inv_delta = -math.log(delta)
     values = _mixing_objective(_S_GRID, k, gamma, log_inv_delta)

@@ -113,6 +113,11 @@ def gaussian_rdp_epsilon(
     ------
     ValueError
         If an argument is out of range.
+
+    Examples
+    --------
+    >>> round(gaussian_rdp_epsilon(1.0, 100, 1e-5), 3)  # 100 steps, multiplier 1
+    96.035
     """
     delta = check_probability(delta, "delta")
     return float(_rdp_accountant(noise_multiplier, count, orders).get_epsilon(delta))
@@ -146,6 +151,11 @@ def gaussian_rdp_delta(
     ------
     ValueError
         If an argument is out of range.
+
+    Examples
+    --------
+    >>> f'{gaussian_rdp_delta(10.0, 1, 1.0):.2e}'
+    '1.16e-24'
     """
     epsilon = check_positive(epsilon, "epsilon")
     return float(_rdp_accountant(noise_multiplier, count, orders).get_delta(epsilon))
@@ -185,6 +195,11 @@ def gaussian_pld_epsilon(
     ------
     ValueError
         If an argument is out of range.
+
+    Examples
+    --------
+    >>> round(gaussian_pld_epsilon(1.0, 100, 1e-5), 2)
+    91.82
     """
     noise_multiplier = check_positive(noise_multiplier, "noise_multiplier")
     count = _check_count(count)
