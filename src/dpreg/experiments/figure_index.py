@@ -24,7 +24,7 @@ from dpreg.estimators import ESTIMATORS
 from dpreg.experiments.claims import CLAIM_CHECKS, papers_with_claims
 from dpreg.experiments.kinds import get_kind
 
-__all__ = ["figure_index", "function_location", "main"]
+__all__ = ["drawing_location", "figure_index", "function_location", "main"]
 
 _HEADER = """# Figure index
 
@@ -54,6 +54,28 @@ def function_location(func: Callable[..., Any]) -> str:
     parts = path.parts
     rel = "/".join(parts[parts.index("dpreg") :]) if "dpreg" in parts else path.name
     return f"src/{rel}::{func.__qualname__}"
+
+
+def drawing_location(func: Callable[..., Any]) -> str:
+    """Return where a kind's figure is drawn: the plotting function its delegate calls.
+
+    Kinds import their plotting module lazily (matplotlib loads only in figure jobs), so
+    a kind's ``figure`` is often a two-line delegate; the index points past it.
+    """
+    func = inspect.unwrap(func)
+    try:
+        source = inspect.getsource(func)
+    except (OSError, TypeError):
+        return function_location(func)
+    direct = re.search(r"from dpreg\.plotting\.(\w+) import (\w+)", source)
+    if direct:
+        return f"src/dpreg/plotting/{direct.group(1)}.py::{direct.group(2)}"
+    aliased = re.search(r"from dpreg\.plotting import (\w+) as (\w+)", source)
+    if aliased:
+        called = re.search(rf"\b{aliased.group(2)}\.(\w+)\(", source)
+        if called:
+            return f"src/dpreg/plotting/{aliased.group(1)}.py::{called.group(1)}"
+    return function_location(func)
 
 
 def _estimators(study: Mapping[str, Any], run: Callable[..., Any]) -> list[str]:
@@ -101,7 +123,7 @@ def figure_index(config: Mapping[str, Any]) -> str:
         title = str(study.get("title") or name).replace("|", "/")
         by_paper.setdefault(paper, []).append(
             f"| {title} | `{name}` | `{study['kind']}` | `{function_location(kind.run)}` "
-            f"| `{function_location(kind.summarise)}` | `{function_location(kind.figure)}` "
+            f"| `{function_location(kind.summarise)}` | `{drawing_location(kind.figure)}` "
             f"| {estimators or '-'} | {claims} |"
         )
     lines = [_HEADER]

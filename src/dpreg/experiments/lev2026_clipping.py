@@ -253,88 +253,11 @@ def summarise_clipping(
     return pd.concat([mse, clip], ignore_index=True)
 
 
-_STYLE = {
-    "adassp": ("AdaSSP [Wang '18]", "tab:blue", "*", "-"),
-    "linear_mixing": ("LinMix [Lev et al. '25]", "orangered", "o", "-"),
-    "ihm": ("IHM (ours)", "green", "D", "--"),
-}
-
-
 def figure_clipping(table: pd.DataFrame, *, title: str | None = None) -> Any:
-    """Draw the two panels of Figure 7 from the summary table.
+    """Draw Figure 7 (:func:`dpreg.plotting.lev2026.figure_clipping`)."""
+    from dpreg.plotting import lev2026 as plots
 
-    (a) IHM's mean clipped-row fraction per iteration t >= 1 at each epsilon (bars, the
-    share of trials that clip printed above); (b) train MSE against epsilon (log-log) per
-    estimator with 95% bands and the OLS level.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    mse = table[table["quantity"] == "mse"]
-    clip = table[(table["quantity"] == "clip_fraction") & (table["iteration"] >= 1)]
-    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(10.0, 4.0))
-    eps_values = sorted(clip["epsilon"].unique())
-    iterations = sorted(clip["iteration"].unique())
-    width = 0.8 / max(len(iterations), 1)
-    x = np.arange(len(eps_values))
-    for j, t in enumerate(iterations):
-        part = clip[clip["iteration"] == t].set_index("epsilon").reindex(eps_values)
-        in_alg = bool(part["in_algorithm"].iloc[0]) if len(part) else True
-        label = f"t = {t}" if in_alg else f"t = {t} (final estimate)"
-        bars = ax_a.bar(
-            x + (j - (len(iterations) - 1) / 2) * width,
-            part["mean"],
-            width,
-            yerr=1.96 * part["se"].fillna(0.0),
-            label=label,
-            hatch=None if in_alg else "//",
-            alpha=0.85,
-        )
-        for rect, share in zip(bars, part["clipped_share"], strict=True):
-            ax_a.annotate(
-                f"{share:.0%}",
-                (rect.get_x() + rect.get_width() / 2, rect.get_height()),
-                ha="center",
-                va="bottom",
-                fontsize=6,
-            )
-    ax_a.set_xticks(x, [f"{e:.3g}" for e in eps_values])
-    ax_a.set_xlabel(r"$\varepsilon$")
-    ax_a.set_ylabel("fraction of rows clipped (IHM)")
-    ax_a.set_title("(a) clipping per iteration (labels: share of trials that clip)")
-    ax_a.legend(frameon=False, fontsize="small")
-    for est, group in mse.groupby("estimator", sort=True):
-        label, colour, marker, line = _STYLE.get(est, (est, None, "x", "-"))
-        group = group.sort_values("epsilon")
-        ax_b.plot(
-            group["epsilon"],
-            group["mean"],
-            marker=marker,
-            linestyle=line,
-            color=colour,
-            label=label,
-        )
-        ax_b.fill_between(
-            group["epsilon"],
-            np.maximum(group["ci_low"], group["mean"] * 1e-3),
-            group["ci_high"],
-            color=colour,
-            alpha=0.2,
-        )
-    if len(mse):
-        ax_b.axhline(float(mse["mse_ols"].iloc[0]), color="grey", linestyle=":", label="OLS")
-    ax_b.set_xscale("log")
-    ax_b.set_yscale("log")
-    ax_b.set_xlabel(r"$\varepsilon$")
-    ax_b.set_ylabel("train MSE")
-    ax_b.set_title("(b) train MSE")
-    ax_b.legend(frameon=False, fontsize="small")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return plots.figure_clipping(table, title=title)
 
 
 CLIPPING = StudyKind(

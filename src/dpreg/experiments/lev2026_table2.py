@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
@@ -325,58 +324,10 @@ def summarise_table2(
 
 
 def figure_table2(table: pd.DataFrame, *, title: str | None = None) -> Any:
-    """Ours against the paper (log-log, identity line): L/n and the residual ratio."""
-    import matplotlib
+    """Draw Table 2 against the paper (:func:`dpreg.plotting.lev2026.figure_table2`)."""
+    from dpreg.plotting import lev2026 as plots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    sns.set_theme(style="whitegrid", context="paper")
-    eps_cols = sorted(c for c in table.columns if re.fullmatch(r"resid_ratio_eps[0-9.e+-]+", c))
-    panels = []
-    panels.append(
-        pd.DataFrame(
-            {
-                "paper": table["L_over_n_paper"],
-                "ours": table["L_over_n"],
-                "series": "L/n",
-                "panel": r"$L(\theta^*)/n$",
-            }
-        )
-    )
-    for col in eps_cols:
-        panels.append(
-            pd.DataFrame(
-                {
-                    "paper": table["resid_ratio_paper"],
-                    "ours": table[col],
-                    "series": r"$\varepsilon$ = " + col[len("resid_ratio_eps") :],
-                    "panel": r"$L(\theta^*)/(\gamma_{\rm mix}(1+C_Y^2))$",
-                }
-            )
-        )
-    long = pd.concat(panels, ignore_index=True)
-    long = long[(long["paper"] > 0) & (long["ours"] > 0)]
-    fig, axes = plt.subplots(1, 2, figsize=(9.0, 4.2))
-    for ax, panel in zip(axes, long["panel"].unique(), strict=False):
-        data = long[long["panel"] == panel]
-        sns.scatterplot(data=data, x="paper", y="ours", hue="series", style="series", ax=ax)
-        lo = float(min(data["paper"].min(), data["ours"].min())) / 1.5
-        hi = float(max(data["paper"].max(), data["ours"].max())) * 1.5
-        ax.plot([lo, hi], [lo, hi], color="black", linestyle="--", linewidth=1, label="identity")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
-        ax.set_title(panel)
-        ax.set_xlabel("Lev et al. (2026) Table 2")
-        ax.set_ylabel("ours")
-        ax.legend(frameon=False, fontsize="small")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    return fig
+    return plots.figure_table2(table, title=title)
 
 
 TABLE2 = StudyKind(
