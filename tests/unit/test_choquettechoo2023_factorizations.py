@@ -14,10 +14,10 @@ from dpreg.estimators.ftrl_factorizations import (
     fft_factorization,
     optimal_factorization,
     prefix_matrix,
-    table3,
     toeplitz_factorization,
     tree_aggregation,
 )
+from dpreg.theory.ftrl_table3 import table3
 
 
 @pytest.mark.parametrize("T", [1, 5, 8, 13])

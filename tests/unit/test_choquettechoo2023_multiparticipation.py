@@ -22,7 +22,6 @@ from dpreg.estimators.ftrl_factorizations import (
     optimal_multi_participation_factorization,
     toeplitz_factorization,
     tree_aggregation,
-    tuned_nu,
 )
 from dpreg.privacy.budgets import ZCDP
 from dpreg.privacy.correlated import (
@@ -31,6 +30,7 @@ from dpreg.privacy.correlated import (
     pattern_sensitivity_sq,
     toeplitz_matrix,
 )
+from dpreg.theory.ftrl_table3 import tuned_nu
 
 # ------------------------------------------------------------------ independent references
 

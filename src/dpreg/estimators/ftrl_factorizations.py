@@ -41,22 +41,16 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 
 from dpreg.estimators.ftrl_correlations import (
     ToeplitzCorrelation,
-    independent,
-    nu_ftrl,
-    optimal_cc,
 )
 from dpreg.privacy.correlated import (
-    PARTICIPATION_SCHEMAS,
     multi_participation_sensitivity_sq,
     participation_patterns,
 )
 
 __all__ = [
-    "TABLE3",
     "FFTFactorization",
     "MatrixFactorization",
     "causal_equivalent",
@@ -64,10 +58,8 @@ __all__ = [
     "optimal_factorization",
     "optimal_multi_participation_factorization",
     "prefix_matrix",
-    "table3",
     "toeplitz_factorization",
     "tree_aggregation",
-    "tuned_nu",
 ]
 
 
@@ -444,195 +436,3 @@ def fft_factorization(T: int, *, n_fft: int | None = None) -> FFTFactorization:
     """Return the FFT mechanism of Table 3 for horizon ``T`` (circulant size ``2T``)."""
     T = _check_horizon(T)
     return FFTFactorization(T, 2 * T if n_fft is None else n_fft)
-
-
-TABLE3: tuple[dict[str, object], ...] = (
-    {
-        "variant": "DP-SGD",
-        "citation": "Abadi et al. (2016)",
-        "matrix": "Identity",
-        "anytime": True,
-        "generation_cost": "O(1)",
-        "training_cost": "O(1)",
-        "builder": "sgd",
-    },
-    {
-        "variant": "Honaker/TreeAgg",
-        "citation": "Kairouz et al. (2021a)",
-        "matrix": "Lower-Triangular",
-        "anytime": True,
-        "generation_cost": "O(1)",
-        "training_cost": "O(log T)",
-        "builder": "tree",
-    },
-    {
-        "variant": "Optimal CC",
-        "citation": "Fichtenberger et al. (2023)",
-        "matrix": "Toeplitz & LT",
-        "anytime": True,
-        "generation_cost": "O(1)",
-        "training_cost": "O(T)",
-        "builder": "optimal_cc",
-    },
-    {
-        "variant": "nu-DP-FTRL",
-        "citation": "Ours",
-        "matrix": "Toeplitz & LT",
-        "anytime": True,
-        "generation_cost": "O(1)",
-        "training_cost": "O(T)",
-        "builder": "nu_ftrl",
-    },
-    {
-        "variant": "FFT",
-        "citation": "Choquette-Choo et al. (2023b)",
-        "matrix": "Toeplitz",
-        "anytime": False,
-        "generation_cost": "O(1)",
-        "training_cost": "O(T log^2 T) (ambiguous)",
-        "builder": "fft",
-    },
-    {
-        "variant": "Full Honaker",
-        "citation": "Honaker (2015)",
-        "matrix": "Arbitrary",
-        "anytime": False,
-        "generation_cost": "O(T^2)",
-        "training_cost": "O(T^2)",
-        "builder": "full_honaker",
-    },
-    {
-        "variant": "Multi-Epoch (ME)",
-        "citation": "Choquette-Choo et al. (2023b)",
-        "matrix": "Arbitrary",
-        "anytime": False,
-        "generation_cost": "O(T^3)",
-        "training_cost": "O(T^2)",
-        "builder": "optimal",
-    },
-)
-"""Table 3 as printed (the "O(T log 2 T)" of FFT is ambiguous, notes §7.12). FFT is our
-reading (:class:`FFTFactorization`); ME is :func:`optimal_factorization` (one
-participation) or :func:`optimal_multi_participation_factorization`."""
-
-
-def _sensitivity_sq(
-    f: MatrixFactorization | FFTFactorization | ToeplitzCorrelation,
-    T: int,
-    k: int,
-    b: int | None,
-    schema: str,
-) -> float:
-    """Single- or multi-participation squared sensitivity of any mechanism at horizon T."""
-    if isinstance(f, ToeplitzCorrelation):
-        if k == 1:
-            return f.sensitivity_sq(T)
-        return multi_participation_sensitivity_sq(f.encoder(T), k, int(b), schema=schema)
-    if k == 1:
-        return f.sensitivity_sq
-    return f.multi_participation_sensitivity_sq(k, int(b), schema=schema)
-
-
-def tuned_nu(
-    T: int,
-    grid: np.ndarray | None = None,
-    *,
-    participations: int = 1,
-    separation: int | None = None,
-    schema: str = "min_sep",
-) -> float:
-    r"""Return the ν of ν-DP-FTRL minimising the prefix-sum error (3) at horizon ``T``.
-
-    The paper tunes ν this way for StackOverflow (§4, App. G.2); grid search over
-    ``grid`` (default 60 log-spaced values in :math:`[10^{-4}, 0.5]`), with the
-    sensitivity of ``participations`` participations ``separation`` apart.
-    """
-    grid = np.geomspace(1e-4, 0.5, 60) if grid is None else np.asarray(grid, float)
-    errors = []
-    for v in grid:
-        corr = nu_ftrl(float(v))
-        prefix = toeplitz_factorization(corr, T).prefix_error
-        errors.append(_sensitivity_sq(corr, T, participations, separation, schema) * prefix)
-    return float(grid[int(np.argmin(errors))])
-
-
-def table3(
-    T: int,
-    *,
-    nu: float | str = "tuned",
-    participations: int = 1,
-    separation: int | None = None,
-    schema: str = "min_sep",
-) -> pd.DataFrame:
-    r"""Table 3 with computed sensitivity and prefix-sum error at horizon ``T``.
-
-    Columns of the printed table plus ``sensitivity_sq`` (:math:`\gamma^2` under the
-    participation model), ``prefix_error`` (:math:`\|AB\|_F^2`), ``total_error`` (their
-    product, Eq. 3 at a fixed privacy level) and ``relative_to_optimal``. ME is
-    :func:`optimal_factorization` (one participation) or
-    :func:`optimal_multi_participation_factorization`; FFT is
-    :func:`fft_factorization`. ``nu="tuned"`` picks ν by :func:`tuned_nu` under the same
-    participation model (recorded in column ``nu``).
-
-    Parameters
-    ----------
-    T : int
-        Horizon (at most 128 for one participation, 64 for several: SDPs).
-    nu : float or "tuned"
-    participations : int
-        :math:`k \ge 1`; with :math:`k > 1` every row's sensitivity is the
-        multi-participation one (brute force over patterns) and ME is re-optimised.
-    separation : int, optional
-        :math:`b`, required when ``participations > 1``.
-    schema : {"min_sep", "fixed_epoch"}
-    """
-    if (
-        isinstance(participations, bool)
-        or not isinstance(participations, int | np.integer)
-        or participations < 1
-    ):
-        raise ValueError(f"participations must be an integer >= 1; got {participations!r}")
-    k = int(participations)
-    if schema not in PARTICIPATION_SCHEMAS:
-        raise ValueError(f"schema must be one of {PARTICIPATION_SCHEMAS}; got {schema!r}")
-    if k > 1 and separation is None:
-        raise ValueError("participations > 1 needs the separation b")
-    T = _check_horizon(T, 128 if k == 1 else 64)
-    if nu == "tuned":
-        nu = tuned_nu(T, participations=k, separation=separation, schema=schema)
-    nu = float(nu)
-    builders = {
-        "sgd": lambda: independent(),
-        "tree": lambda: tree_aggregation(T),
-        "optimal_cc": lambda: optimal_cc(),
-        "nu_ftrl": lambda: nu_ftrl(nu),
-        "fft": lambda: fft_factorization(T),
-        "full_honaker": lambda: tree_aggregation(T, full_honaker=True),
-        "optimal": lambda: (
-            optimal_factorization(T)
-            if k == 1
-            else optimal_multi_participation_factorization(T, k, int(separation), schema=schema)
-        ),
-    }
-    rows = []
-    best = None
-    for entry in TABLE3:
-        row = {key: v for key, v in entry.items() if key != "builder"}
-        row.update(T=T, participations=k, separation=separation if k > 1 else math.nan)
-        row["schema"] = schema if k > 1 else "single"
-        builder = str(entry["builder"])
-        row["nu"] = nu if builder == "nu_ftrl" else math.nan
-        f = builders[builder]()
-        prefix = (
-            toeplitz_factorization(f, T).prefix_error
-            if isinstance(f, ToeplitzCorrelation)
-            else f.prefix_error
-        )
-        sens = _sensitivity_sq(f, T, k, separation, schema)
-        row.update(sensitivity_sq=sens, prefix_error=prefix, total_error=sens * prefix, built=True)
-        if builder == "optimal":
-            best = sens * prefix
-        rows.append(row)
-    out = pd.DataFrame(rows)
-    out["relative_to_optimal"] = out["total_error"] / best
-    return out

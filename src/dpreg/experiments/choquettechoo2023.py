@@ -325,7 +325,7 @@ def run_theory_table(
     eta, rho = _float(cell, "eta", 0.02), _float(cell, "rho", 1.0)
     which = cell["table"]
     if which == "table3":
-        from dpreg.estimators.ftrl_factorizations import table3
+        from dpreg.theory.ftrl_table3 import table3
 
         nu = cell.get("nu", "tuned")
         k = _int(cell, "participations", 1)
