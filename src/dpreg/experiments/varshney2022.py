@@ -16,19 +16,19 @@ Two study kinds:
 
 Methods (``methods`` key):
 
-=================  =========================================================================
-``ambssgd``        DP-AMBSSGD as written (Algorithm 2, exact alpha, practical K)
-``ambssgd_margin`` same, DP-STAT stops at ``s - stat_margin * alpha sqrt(K)`` (non-paper)
-``fixedclip``      constant clip :math:`R_xB\ln^aN`, multiplier :math:`\alpha/\sqrt2`
-``oracleclip``     Lemma 3.11's clip from the true :math:`w_t - w^*` (non-private reference)
-``sgd``            the same schedule without clip or noise (non-private reference)
-``dp_ssgd``        DP-SSGD (Algorithm 1), FMT21 shuffling calibration; step size rule
-                   ``dpssgd_eta_rule`` (Theorem 3.2's by default); see below
-``dp_sgd``         DP-SGD, Poisson sampling, RDP accountant, one run per ``dpsgd_clip_scales``
-``dp_sgd_tuned``   DP-SGD on the grid ``dpsgd_grid_clip_scales`` x ``dpsgd_grid_eta_scales``;
-                   the table reports the grid point chosen on held-out replicates (below)
-``adassp``         AdaSSP (Wang 2018) on rows clipped to public Gaussian-quantile bounds
-=================  =========================================================================
+==================  =========================================================================
+``ambssgd``         DP-AMBSSGD as written (Algorithm 2, exact alpha, practical K)
+``ambssgd_margin``  same, DP-STAT stops at ``s - stat_margin * alpha sqrt(K)`` (non-paper)
+``fixedclip``       constant clip :math:`R_xB\ln^aN`, multiplier :math:`\alpha/\sqrt2`
+``oracleclip``      Lemma 3.11's clip from the true :math:`w_t - w^*` (non-private reference)
+``sgd``             the same schedule without clip or noise (non-private reference)
+``dp_ssgd``         DP-SSGD (Algorithm 1), FMT21 shuffling calibration; step size rule
+                    ``dpssgd_eta_rule`` (Theorem 3.2's by default); see below
+``dp_sgd``          DP-SGD, Poisson sampling, RDP accountant, one run per ``dpsgd_clip_scales``
+``dp_sgd_tuned``    DP-SGD on the grid ``dpsgd_grid_clip_scales`` x ``dpsgd_grid_eta_scales``;
+                    the table reports the grid point chosen on held-out replicates (below)
+``adassp``          AdaSSP (Wang 2018) on rows clipped to public Gaussian-quantile bounds
+==================  =========================================================================
 
 The first five share one vectorised pass per data stream (:func:`ambssgd_pass`);
 ``dp_ssgd`` makes its own pass over the same stream (N single-row steps, so it is skipped,

@@ -45,7 +45,7 @@ def _colors(n: int) -> list[Any]:
 
 
 def plot_fig1(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
-    """Fig. 1: ratio F(beta*)/F(sgd) vs eta (log-x), beta*_t, and |B*(omega)|^2."""
+    """Fig. 1: ratio F(beta_star)/F(sgd) vs eta (log-x), beta_star_t, and abs(B_star(omega))^2."""
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
     r = table[table["panel"] == "ratio"].sort_values("eta")
