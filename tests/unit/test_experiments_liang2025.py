@@ -13,7 +13,7 @@ import pytest
 from dpreg.data.datasets import Dataset
 from dpreg.data.preprocess import preprocess_liang2025
 from dpreg.data.synthetic import IVLinearDGP
-from dpreg.estimators.ols import two_sls_closed_form
+from dpreg.estimators.ols import two_sls
 from dpreg.experiments import liang2025 as L
 from dpreg.experiments.kinds import STUDY_KINDS
 
@@ -78,9 +78,9 @@ def test_two_sls_batch_matches_closed_form():
     dgp = IVLinearDGP.draw(rng=np.random.default_rng(1), p=2, q=3, r=2)
     truth = {k: v[None] for k, v in dgp.truth().items()}
     Z, X, y = L.sample_iv_batch(truth, n=300, trials=4, rng=np.random.default_rng(2))
-    got = L.two_sls_batch(Z, X, y)
+    got = two_sls(Z=Z, X=X, y=y)
     for k in range(4):
-        np.testing.assert_allclose(got[k], two_sls_closed_form(y[k], X[k], Z[k]), rtol=1e-9)
+        np.testing.assert_allclose(got[k], two_sls(y=y[k], X=X[k], Z=Z[k]), rtol=1e-9)
 
 
 # ---------------------------------------------------------------------- iv_synthetic
@@ -266,13 +266,13 @@ def test_angrist_smoke_summary_and_figure():
     assert (runs["rho1"] == runs["rho2"]).all()
     assert runs["clip_theta"].iloc[0] == pytest.approx(1.1)  # public ranges: 1 * (0.1 + 1)
     assert runs["clip_beta"].iloc[0] == pytest.approx(0.1 * (0.1 * 20 + 52))
-    two_sls = two_sls_closed_form(data.y, data.X, data.Z)[0]
-    assert runs["beta_2sls"].iloc[0] == pytest.approx(two_sls)
-    ref = {"dataset": "toy", "two_sls": {"params": [two_sls], "std_errors": [1.0]}}
+    beta_2sls = two_sls(y=data.y, X=data.X, Z=data.Z)[0]
+    assert runs["beta_2sls"].iloc[0] == pytest.approx(beta_2sls)
+    ref = {"dataset": "toy", "two_sls": {"params": [beta_2sls], "std_errors": [1.0]}}
     table = L.summarise_iv_angrist(runs, [ref])
     final = table[table["quantity"] == "beta_final"].set_index("rho1")
     assert final.loc[1.0, "iqr"] > final.loc[100.0, "iqr"]  # notes section 7
-    assert final.loc[100.0, "beta_2sls_reference"] == pytest.approx(two_sls)
+    assert final.loc[100.0, "beta_2sls_reference"] == pytest.approx(beta_2sls)
     assert final.loc[1.0, "runs"] == 60
     paths = table[table["quantity"] == "beta_path"]
     assert sorted(paths["t"].unique()) == list(range(1, 9))

@@ -25,7 +25,7 @@ from dpreg.estimators.iv import (
     noise_scale,
     population_step_sizes,
 )
-from dpreg.estimators.ols import two_sls_closed_form
+from dpreg.estimators.ols import two_sls
 from dpreg.privacy.budgets import ZCDP
 from dpreg.privacy.gaussian import gaussian_zcdp
 
@@ -481,7 +481,7 @@ def test_2sgd_converges_to_closed_form_2sls_at_the_contraction_rate():
     alpha = 1.0 / np.linalg.eigvalsh(Theta_hat.T @ S @ Theta_hat)[-1]
     kappa = max(_gd_rates(Z, X, y, eta, alpha))
     assert kappa < 1
-    beta_hat = two_sls_closed_form(y, X, Z)
+    beta_hat = two_sls(y=y, X=X, Z=Z)
     scale = 1.0 + np.linalg.norm(beta_hat)
     for T in (40, 400):
         fit = fit_two_stage_gd(Z, X, y, T=T, step_theta=eta, step_beta=alpha)
@@ -516,7 +516,7 @@ def test_2sgd_on_batched_data_reaches_each_data_sets_2sls():
     eta, alpha = population_step_sizes(Theta)
     fit = fit_two_stage_gd(Z, X, y, T=300, step_theta=eta, step_beta=alpha, trials=trials)
     for k in range(trials):
-        np.testing.assert_allclose(fit.theta[k], two_sls_closed_form(y[k], X[k], Z[k]), atol=1e-9)
+        np.testing.assert_allclose(fit.theta[k], two_sls(y=y[k], X=X[k], Z=Z[k]), atol=1e-9)
     assert not np.allclose(fit.theta[0], fit.theta[1], atol=1e-3)
 
 

@@ -14,7 +14,7 @@ from dpreg.estimators.ols import (
     TwoSLSReference,
     fit_ols,
     ols_reference,
-    two_sls_closed_form,
+    two_sls,
     two_sls_reference,
 )
 from dpreg.privacy.budgets import ApproxDP
@@ -155,8 +155,8 @@ def test_two_sls_statsmodels_linearmodels_closed_form_agree(p, q, with_controls)
     y, X, Z, W = _iv_data(seed=10 * p + q, n=500, p=p, q=q, with_controls=with_controls)
     n = y.shape[0]
     k = p + (0 if W is None else W.shape[1])
-    ref = two_sls_reference(y, X, Z, W)
-    closed = two_sls_closed_form(y, X, Z, W)
+    ref = two_sls_reference(y=y, X=X, Z=Z, W=W)
+    closed = two_sls(y=y, X=X, Z=Z, W=W)
     _, lm_params, lm_se_debiased = _linearmodels(y, X, Z, W, cov_type="unadjusted", debiased=True)
     np.testing.assert_allclose(ref.params, closed, rtol=0, atol=1e-8)
     np.testing.assert_allclose(ref.params, lm_params, rtol=0, atol=1e-8)
@@ -179,44 +179,54 @@ def test_two_sls_statsmodels_linearmodels_closed_form_agree(p, q, with_controls)
     json.dumps(ref.to_dict())
 
 
-def test_two_sls_closed_form_equals_textbook_formula():
+def test_two_sls_equals_textbook_formula():
     y, X, Z, W = _iv_data(seed=3, n=300, p=2, q=3)
     D, M = np.column_stack([X, W]), np.column_stack([Z, W])
     P = M @ np.linalg.solve(M.T @ M, M.T)  # textbook projection, fine in a test
     beta = np.linalg.solve(D.T @ P @ D, D.T @ P @ y)
-    np.testing.assert_allclose(two_sls_closed_form(y, X, Z, W), beta, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(two_sls(y=y, X=X, Z=Z, W=W), beta, rtol=0, atol=1e-10)
 
 
 def test_two_sls_one_dimensional_inputs_are_single_columns():
     y, X, Z, W = _iv_data(seed=4, n=200, p=1, q=1)
-    a = two_sls_reference(y, X[:, 0], Z[:, 0], W)
-    b = two_sls_reference(y, X, Z, W)
+    a = two_sls_reference(y=y, X=X[:, 0], Z=Z[:, 0], W=W)
+    b = two_sls_reference(y=y, X=X, Z=Z, W=W)
     np.testing.assert_array_equal(a.params, b.params)
 
 
 def test_two_sls_bad_input():
     y, X, Z, W = _iv_data(seed=5, n=200, p=2, q=3)
     with pytest.raises(ValueError, match="under-identified: Z has q=1 .* p=2"):
-        two_sls_reference(y, X, Z[:, :1], W)
+        two_sls_reference(y=y, X=X, Z=Z[:, :1], W=W)
     with pytest.raises(ValueError, match="under-identified"):
-        two_sls_closed_form(y, X, Z[:, :1], W)
+        two_sls(y=y, X=X, Z=Z[:, :1], W=W)
     Z_nan = Z.copy()
     Z_nan[7, 1] = np.nan
     with pytest.raises(ValueError, match="Z contains NaN"):
-        two_sls_reference(y, X, Z_nan, W)
+        two_sls_reference(y=y, X=X, Z=Z_nan, W=W)
     y_nan = y.copy()
     y_nan[0] = np.nan
     with pytest.raises(ValueError, match="y contains NaN"):
-        two_sls_reference(y_nan, X, Z, W)
+        two_sls_reference(y=y_nan, X=X, Z=Z, W=W)
     with pytest.raises(ValueError, match="X has 199 rows but y has 200"):
-        two_sls_reference(y, X[:-1], Z, W)
+        two_sls_reference(y=y, X=X[:-1], Z=Z, W=W)
     with pytest.raises(ValueError, match="W has 199 rows"):
-        two_sls_reference(y, X, Z, W[:-1])
+        two_sls_reference(y=y, X=X, Z=Z, W=W[:-1])
     with pytest.raises(ValueError, match="y must be a 1-D array"):
-        two_sls_reference(np.column_stack([y, y]), X, Z, W)
+        two_sls_reference(y=np.column_stack([y, y]), X=X, Z=Z, W=W)
     # rank-deficient instruments: a duplicated instrument column
     with pytest.raises(ValueError, match="instruments .* rank deficient"):
-        two_sls_reference(y, X, np.column_stack([Z, Z[:, 0]]), W)
+        two_sls_reference(y=y, X=X, Z=np.column_stack([Z, Z[:, 0]]), W=W)
     # rank condition: an "endogenous" regressor that is a control
     with pytest.raises(ValueError, match="rank condition"):
-        two_sls_reference(y, np.column_stack([X[:, 0], W[:, 1]]), Z, W)
+        two_sls_reference(y=y, X=np.column_stack([X[:, 0], W[:, 1]]), Z=Z, W=W)
+
+
+def test_two_sls_takes_keywords_only_so_x_and_z_cannot_be_swapped():
+    y, X, Z, W = _iv_data(seed=6, n=200, p=1, q=1)
+    with pytest.raises(TypeError):
+        two_sls(y, X, Z)  # positional: refused
+    with pytest.raises(TypeError):
+        two_sls_reference(y, X, Z, W)
+    batch = two_sls(y=np.stack([y, y]), X=np.stack([X, X]), Z=np.stack([Z, Z]))
+    np.testing.assert_allclose(batch[0], two_sls(y=y, X=X, Z=Z), rtol=1e-9)

@@ -45,6 +45,7 @@ import pandas as pd
 
 from dpreg.data.datasets import Dataset
 from dpreg.data.synthetic import IVLinearDGP
+from dpreg.estimators.ols import two_sls
 from dpreg.experiments.budgets import budget_columns
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.conversions import DEFAULT_CONVERSION
@@ -69,7 +70,6 @@ __all__ = [
     "summarise_iv_angrist",
     "summarise_iv_bound_curve",
     "summarise_iv_synthetic",
-    "two_sls_batch",
 ]
 
 ALGORITHMS: tuple[str, ...] = ("dp_2s_gd", "dp_2s_gd_beta", "2s_gd", "2sls")
@@ -265,30 +265,6 @@ def sample_iv_batch(
         + sigma_y * rng.standard_normal((trials, n))
     )
     return Z, X, y
-
-
-def two_sls_batch(Z: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    r"""Closed-form 2SLS (eq. 2) for a batch of data sets, vectorised over the first axis.
-
-    :math:`\hat\beta = (X^\top P_Z X)^{-1} X^\top P_Z y` via a batched thin QR of ``Z``
-    (no explicit inverse of :math:`Z^\top Z`); agrees with
-    :func:`dpreg.estimators.ols.two_sls_closed_form` per data set.
-
-    Parameters
-    ----------
-    Z : ndarray (trials, n, q)
-    X : ndarray (trials, n, p)
-    y : ndarray (trials, n)
-
-    Returns
-    -------
-    ndarray (trials, p)
-    """
-    Q, _ = np.linalg.qr(Z)
-    QtX = np.swapaxes(Q, -1, -2) @ X
-    Qty = (np.swapaxes(Q, -1, -2) @ y[..., None])[..., 0]
-    A = np.swapaxes(QtX, -1, -2)
-    return np.linalg.solve(A @ QtX, (A @ Qty[..., None]))[..., 0]
 
 
 # ----------------------------------------------------------------------- iv_synthetic
@@ -654,7 +630,7 @@ def run_iv_synthetic(
         else:
             truth = shared
         Z, X, y = sample_iv_batch(truth, n=spec.n, trials=k, rng=data_rng)
-        beta_hat = two_sls_batch(Z, X, y)
+        beta_hat = two_sls(Z=Z, X=X, y=y)
         beta = np.broadcast_to(truth["beta"], (k, spec.p))
         Theta0 = truth["Theta"][0]
         eta, alpha = _steps_for(spec, Theta0) if spec.algorithm != "2sls" else (math.nan,) * 2
@@ -1059,7 +1035,7 @@ def run_iv_angrist(
         calibration=spec.calibration,
         return_path=True,
     )
-    ref = two_sls_reference(data.y, data.X, data.Z)
+    ref = two_sls_reference(y=data.y, X=data.X, Z=data.Z)
     beta_path = np.asarray(fit.path, dtype=np.float64).reshape(trials, spec.T)
     theta_path = np.asarray(fit.diagnostics["theta_path"], dtype=np.float64).reshape(trials, spec.T)
     diag = fit.diagnostics

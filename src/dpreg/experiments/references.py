@@ -28,5 +28,5 @@ def reference_summary(frame: pd.DataFrame) -> dict[str, Any]:
         "ols": {**ols.to_dict(), "mse": float(resid @ resid) / data.X.shape[0]},
     }
     if data.Z is not None:
-        summary["two_sls"] = two_sls_reference(data.y, data.X, data.Z).to_dict()
+        summary["two_sls"] = two_sls_reference(y=data.y, X=data.X, Z=data.Z).to_dict()
     return summary
