@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpreg._validation import check_bounded_design, check_choice, check_positive, check_probability
+from dpreg.estimators._linalg import solve_symmetric_batch
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import (
     analytic_gaussian_sigma,
@@ -226,27 +227,8 @@ def release_sufficient_statistics(
 
 
 def _solve_batch(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Solve symmetric systems ``A[t] theta[t] = b[t]``; pseudo-inverse for singular ones.
-
-    Returns ``(theta, robust, eigenvalues)`` where ``robust`` flags the trials whose
-    matrix is numerically singular (smallest |eigenvalue| <= d * eps * largest), which
-    get the minimum-norm least-squares solution ``pinv(A[t]) b[t]`` instead of
-    ``np.linalg.solve``.
-    """
-    d = A.shape[-1]
-    eig = np.linalg.eigvalsh(A)  # (trials, d), ascending
-    absmax = np.abs(eig).max(axis=1)
-    absmin = np.abs(eig).min(axis=1)
-    rcond = d * np.finfo(np.float64).eps
-    robust = absmin <= rcond * absmax
-    theta = np.empty_like(b)
-    good = ~robust
-    if good.any():
-        theta[good] = np.linalg.solve(A[good], b[good][..., None])[..., 0]
-    if robust.any():
-        pinv = np.linalg.pinv(A[robust], rcond=rcond, hermitian=True)
-        theta[robust] = np.einsum("tij,tj->ti", pinv, b[robust])
-    return theta, robust, eig
+    """Solve the noisy systems (:func:`dpreg.estimators._linalg.solve_symmetric_batch`)."""
+    return solve_symmetric_batch(A, b)
 
 
 def _certified_budget(

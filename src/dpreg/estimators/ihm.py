@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpreg._validation import check_bounded_design, check_choice, check_positive, check_probability
+from dpreg.estimators._linalg import solve_symmetric_batch
 from dpreg.estimators.gram_sketch import direct_sketch_gram, gram_factor, sample_sketch_gram
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
@@ -271,22 +272,13 @@ def ihm_calibration(
 
 
 def _solve(H: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, int]:
-    """``H[t]^{-1} g[t]``; minimum-norm least squares for (numerically) singular ``H[t]``."""
-    try:
-        out = np.linalg.solve(H, g[..., None])[..., 0]
-        bad = ~np.all(np.isfinite(out), axis=1)
-    except np.linalg.LinAlgError:
-        out = np.empty_like(g)
-        bad = np.ones(g.shape[0], dtype=bool)
-        for i in range(g.shape[0]):
-            try:
-                out[i] = np.linalg.solve(H[i], g[i])
-                bad[i] = not np.all(np.isfinite(out[i]))
-            except np.linalg.LinAlgError:
-                pass
-    for i in np.flatnonzero(bad):
-        out[i] = np.linalg.lstsq(H[i], g[i], rcond=None)[0]
-    return out, int(bad.sum())
+    """``H[t]^{-1} g[t]``; minimum-norm least squares for (numerically) singular ``H[t]``.
+
+    The rule of :func:`dpreg.estimators._linalg.solve_symmetric_batch`; returns the
+    steps and the number of singular systems.
+    """
+    step, singular, _ = solve_symmetric_batch(H, g)
+    return step, int(singular.sum())
 
 
 def _clipped_gradients(

@@ -48,6 +48,7 @@ import math
 import numpy as np
 
 from dpreg._validation import check_bounded_design, check_choice, check_probability
+from dpreg.estimators._linalg import solve_symmetric_batch
 from dpreg.estimators.gram_sketch import GramFactor, direct_sketch_gram, sample_sketch_gram
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.privacy.gaussian import gaussian_epsilon
@@ -218,21 +219,11 @@ def _solve_from_gram(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r""":math:`\hat\theta = M_{XX}^{-1}M_{XY}` per trial; pseudo-inverse when singular.
 
     Returns ``(theta (trials, d), robust (trials,))``; ``robust`` flags the numerically
-    singular systems (smallest eigenvalue <= d * eps * largest), which get the
+    singular systems (:func:`dpreg.estimators._linalg.solve_symmetric_batch`), which get the
     minimum-norm least-squares solution.
     """
     d = M.shape[-1] - 1
-    H, b = M[:, :d, :d], M[:, :d, d]
-    eig = np.linalg.eigvalsh(H)
-    rcond = d * np.finfo(np.float64).eps
-    robust = eig[:, 0] <= rcond * eig[:, -1]
-    theta = np.empty_like(b)
-    good = ~robust
-    if good.any():
-        theta[good] = np.linalg.solve(H[good], b[good][..., None])[..., 0]
-    if robust.any():
-        pinv = np.linalg.pinv(H[robust], rcond=rcond, hermitian=True)
-        theta[robust] = np.einsum("tij,tj->ti", pinv, b[robust])
+    theta, robust, _ = solve_symmetric_batch(M[:, :d, :d], M[:, :d, d])
     return theta, robust
 
 
