@@ -204,7 +204,8 @@ def test_nonprivate_schedule_attains_statistical_rate():
     )
     excess = 0.5 * ((fit.theta - w) ** 2).sum(axis=1)  # H = I
     ratio = excess.mean() / (sigma**2 * d / n)
-    assert 0.3 < ratio < 8  # notes §7: "within a factor ~2-8" of sigma^2 d / N
+    # docs/notes/varshney2022.md §7: "within a factor of roughly 2-8" of sigma^2 d / N
+    assert 0.3 < ratio < 8
     assert fit.budget_spent is None
 
 

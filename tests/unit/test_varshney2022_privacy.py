@@ -1,8 +1,9 @@
 """Privacy accounting of Varshney et al. (2022), checked against independent computations.
 
-References: the test vectors of notes §3.2 (natural logs), Bun & Steinke (2016) Prop. 1.3
-(``zcdp_to_eps(..., "simple")``), dp-accounting's RDP/PLD accountants, Balle & Wang
-(2018)'s exact Gaussian privacy profile, and FMT21 Theorem 3.1 evaluated by hand.
+References: the test vectors of docs/notes/varshney2022.md §3.2 (natural logs), Bun &
+Steinke (2016) Prop. 1.3 (``zcdp_to_eps(..., "simple")``), dp-accounting's RDP/PLD
+accountants, Balle & Wang (2018)'s exact Gaussian privacy profile, and FMT21 Theorem 3.1
+evaluated by hand.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from dpreg.privacy.conversions import zcdp_to_eps
 from dpreg.privacy.gaussian import gaussian_delta
 from dpreg.privacy.rdp import gaussian_rdp_epsilon
 
-# (epsilon, delta, alpha exact, 2 sqrt(L+eps)/eps, sqrt(8L)/eps, rho) -- notes §3.2 table
+# (epsilon, delta, alpha exact, 2 sqrt(L+eps)/eps, sqrt(8L)/eps, rho)
+# -- the table of docs/notes/varshney2022.md §3.2
 VECTORS = [
     (0.1, 1e-5, 68.008, 68.156, 95.971, 2.16e-4),
     (0.5, 1e-5, 13.718, 13.864, 19.194, 5.314e-3),

@@ -45,7 +45,10 @@ NOISE_STREAM = 2**31 - 1  # the study's DP-noise stream: default_rng([seed, 2**3
      (2, 1e-6, 3.847), (5, 1e-6, 1.611), (10, 1e-6, 0.860)],
 )  # fmt: skip
 def test_alpha_by_bisection_matches_package_and_notes_table(eps, delta, table):
-    """Theorem 3.6's alpha: bisection on Bun-Steinke's conversion, closed form, notes §3.2."""
+    """Theorem 3.6's alpha: bisection on Bun-Steinke's conversion, closed form, table.
+
+    The table is the one of docs/notes/varshney2022.md §3.2.
+    """
     alpha = ref.alpha_by_bisection(eps, delta)
     rho, L = 1 / alpha**2, math.log(1 / delta)
     assert rho + 2 * math.sqrt(rho * L) == pytest.approx(eps, rel=1e-12)

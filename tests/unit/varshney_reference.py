@@ -7,10 +7,11 @@ run at a time, a Python loop over blocks and over DP-STAT queries, the count of 
 taken directly (``residual <= gamma_i``), the noise drawn query by query.
 
 The readings of the paper's ambiguities are the documented ones (docs/varshney2022.md,
-notes §8): stat sample ``[tau, tau + s)``, batch ``[tau + s, tau + s + b)`` (item 3);
-``K`` queries ``i = 0..K-1`` with variance ``K alpha^2`` and ``gamma = 2^K Delta`` when no
-query passes (items 4-5); ``Delta = B / 2^K`` (item 6); ``min`` in the clip (item 2);
-floors and the tail ``w_{floor(T/2)+1..T}`` (item 15); natural logarithms (item 13).
+docs/notes/varshney2022.md §8): stat sample ``[tau, tau + s)``, batch
+``[tau + s, tau + s + b)`` (item 3); ``K`` queries ``i = 0..K-1`` with variance
+``K alpha^2`` and ``gamma = 2^K Delta`` when no query passes (items 4-5);
+``Delta = B / 2^K`` (item 6); ``min`` in the clip (item 2); floors and the tail
+``w_{floor(T/2)+1..T}`` (item 15); natural logarithms (item 13).
 
 Run as a script (``python tests/unit/varshney_reference.py``) for the E1 cell comparison
 reported in docs/varshney2022.md ("Independent check of one E1 cell").

@@ -19,7 +19,7 @@ DP-STAT alone is :func:`dpreg.estimators.dp_stat.dp_stat`. The numerical core is
 :mod:`dpreg.estimators.ambssgd_privacy`; ``docs/varshney2022.md`` records every decision
 on the paper's ambiguities.
 
-Public hyperparameters (notes §2.4, §8 item 16): the paper assumes :math:`R_x`,
+Public hyperparameters (docs/notes/varshney2022.md §2.4, §8 item 16): the paper assumes :math:`R_x`,
 :math:`\|H\|`, :math:`\kappa` and the DP-STAT range :math:`B` known a priori. They are
 *inputs* here (``x_norm_sq``, ``H_norm``, ``kappa``, ``stat_domain``), never read off the
 data; :func:`dpreg.estimators.ambssgd_core.paper_hyperparameters` computes Theorem 3.7's
@@ -73,7 +73,8 @@ __all__ = [
 ]
 
 DEFAULT_N_QUERIES = 20
-"""Practical K (DP-STAT doublings): Delta = B 2^-K instead of B/N^200 (notes §8 item 6)."""
+"""Practical K (DP-STAT doublings): Delta = B 2^-K instead of B/N^200
+(docs/notes/varshney2022.md §8 item 6)."""
 
 
 def ambssgd_noise_multipliers(
@@ -311,7 +312,8 @@ def fit_dp_ambssgd(
     a : float
         Tail exponent (:math:`\zeta_t = R_x\gamma_t\ln^a N`); 1/2 for sub-Gaussian data.
     n_queries : int
-        DP-STAT's K (grid :math:`\Delta = B2^{-K}`; practical value, notes §8 item 6).
+        DP-STAT's K (grid :math:`\Delta = B2^{-K}`; practical value,
+        docs/notes/varshney2022.md §8 item 6).
     noise_multiplier_rule : {"exact", "paper", "paper_general", "tight"}
         See :func:`dpreg.estimators.ambssgd_privacy.ambssgd_noise_multiplier`.
     accounting : {"paper", "disjoint"}
@@ -341,7 +343,7 @@ def fit_dp_ambssgd(
     :math:`2\eta\zeta_t\alpha/b`); :math:`\zeta_t` is itself a DP output. Blocks are
     disjoint and the leftover rows unused, so parallel composition gives
     :math:`1/\alpha^2`-zCDP for the pass, for any data (shuffling is not needed for
-    privacy, notes §8 item 23).
+    privacy, docs/notes/varshney2022.md §8 item 23).
 
     Examples
     --------
@@ -384,7 +386,7 @@ def fit_dp_ambssgd_fixedclip(
     noise_multiplier_rule: str = "exact",
     shuffle: bool = True,
 ) -> Fit:
-    r"""Fixed-clip DP-AMBSSGD (ablation, notes §5.1 method 3): no DP-STAT.
+    r"""Fixed-clip DP-AMBSSGD (ablation, docs/notes/varshney2022.md §5.1 method 3): no DP-STAT.
 
     Same blocks, step size and tail average; the clip is the constant ``fixed_clip``
     (default :math:`R_xB\ln^aN`, the adaptive rule's largest value). Only the gradient
@@ -435,7 +437,9 @@ def fit_dp_ambssgd_oracleclip(
     noise_multiplier_rule: str = "exact",
     shuffle: bool = True,
 ) -> Fit:
-    r"""Oracle-clip DP-AMBSSGD (notes §5.1 method 4): **not private** (uses :math:`w^*`).
+    r"""Oracle-clip DP-AMBSSGD: **not private** (uses :math:`w^*`).
+
+    Method 4 of docs/notes/varshney2022.md §5.1.
 
     :math:`\zeta_t = R_xK_2\ln^{2a}N(\sqrt\kappa\|w_t - w^*\|_H + \sigma)`, the bound of
     Lemma 3.11 that DP-STAT is meant to attain; gradient noise multiplier
@@ -494,9 +498,9 @@ def fit_ambssgd_sgd(
 ) -> Fit:
     r"""Non-private one-pass shuffled mini-batch SGD with DP-AMBSSGD's schedule.
 
-    :math:`\alpha = 0` and no clipping (notes §5.1 method 1): the reference that isolates
-    the cost of privacy. ``budget`` is ignored (accepted so that configs can pass one);
-    ``budget_spent`` is None.
+    :math:`\alpha = 0` and no clipping (docs/notes/varshney2022.md §5.1 method 1): the
+    reference that isolates the cost of privacy. ``budget`` is ignored (accepted so that
+    configs can pass one); ``budget_spent`` is None.
 
     Examples
     --------

@@ -20,17 +20,17 @@ Clip rules per run (:data:`CLIP_RULES`):
 
 - ``adaptive``: :math:`\zeta_t = R_x \gamma_t \log^a N` with :math:`\gamma_t` from
   DP-STAT (Algorithm 2, line 8);
-- ``fixed``: a constant :math:`\zeta` (ablation, notes §5.1 method 3);
+- ``fixed``: a constant :math:`\zeta` (ablation, docs/notes/varshney2022.md §5.1 method 3);
 - ``oracle``: :math:`\zeta_t = R_x K_2 \log^{2a}N(\sqrt\kappa\|w_t - w^*\|_H + \sigma)`
   (Lemma 3.11's requirement with the true :math:`w^*`: a non-private
-  reference, notes §5.1 method 4);
+  reference, docs/notes/varshney2022.md §5.1 method 4);
 - ``none``: no clipping and no noise (non-private one-pass mini-batch SGD).
 
-Decisions on the paper's pitfalls (notes §8) taken here: ``min`` in the clip (item 2);
-disjoint stat/gradient samples :math:`[\tau, \tau+s)`, :math:`[\tau+s, \tau+s+b)`
-(item 3); floors for :math:`T`, :math:`s`, :math:`b`, leftover :math:`N - T(s+b)` rows
-dropped (data-independent), tail average over :math:`t \in \{\lfloor T/2\rfloor+1, \dots,
-T\}` (item 15); :math:`w_0 = 0`.
+Decisions on the paper's pitfalls (docs/notes/varshney2022.md §8) taken here: ``min`` in
+the clip (item 2); disjoint stat/gradient samples :math:`[\tau, \tau+s)`,
+:math:`[\tau+s, \tau+s+b)` (item 3); floors for :math:`T`, :math:`s`, :math:`b`, leftover
+:math:`N - T(s+b)` rows dropped (data-independent), tail average over
+:math:`t \in \{\lfloor T/2\rfloor+1, \dots, T\}` (item 15); :math:`w_0 = 0`.
 """
 
 from __future__ import annotations
@@ -137,8 +137,9 @@ def block_layout(
 
     With :math:`b + s = N/T` and :math:`s = b/10`, :math:`s = N/(11T)`. We take
     :math:`m = \lfloor N/T\rfloor`, :math:`s = \lfloor m\cdot\text{stat\_fraction}\rfloor`
-    (default 1/11), :math:`b = m - s` and drop the :math:`N - Tm` leftover rows (notes
-    §2.4, §8 item 15). ``c1`` is the paper's unspecified global constant (item 1).
+    (default 1/11), :math:`b = m - s` and drop the :math:`N - Tm` leftover rows
+    (docs/notes/varshney2022.md §2.4, §8 item 15). ``c1`` is the paper's unspecified global
+    constant (item 1).
 
     Raises
     ------
@@ -210,7 +211,7 @@ def paper_hyperparameters(
 
     * :math:`R_x^2 = \mathrm{Tr}(H) + 2\|H\|` (``"exact"``: the smallest R with
       :math:`E[\|x\|^2xx^\top] \preceq R^2 H` for Gaussian x) or :math:`\mathrm{Tr}(H)`
-      (``"paper"``: Cor. 3.8's :math:`R_x^2 = d`; notes §8 item 12);
+      (``"paper"``: Cor. 3.8's :math:`R_x^2 = d`; docs/notes/varshney2022.md §8 item 12);
     * :math:`\eta = b/(R_x^2 + (b-1)\|H\|_2)`, not Cor. 3.8's :math:`1/(4d)` (item 9);
     * :math:`B = K_2 R_x (\|w^*\|_H + \sigma)\ln^{2a}N` (paper formula kept, item 7);
     * natural logarithms (item 13); :math:`K_2 = 1`, :math:`a = 1/2` for Gaussians
@@ -289,7 +290,9 @@ class PermutedRows:
 
 
 class GaussianStream:
-    r"""Synthetic Gaussian rows streamed in fixed chunks (notes §5.1 data generator).
+    r"""Synthetic Gaussian rows streamed in fixed chunks.
+
+    The data generator of docs/notes/varshney2022.md §5.1.
 
     :math:`x = H^{1/2}u`, :math:`u\sim N(0, I)`, :math:`y = \langle x, w^*\rangle +
     \sigma z`.
@@ -525,7 +528,8 @@ def ambssgd_pass(
         :math:`\gamma_i` exceeds every residual each further query stops only with
         probability 1/2, so the clip norm overshoots by a geometric number of doublings
         (:math:`E[\zeta_t^2]` grows like :math:`\sum_j 2^{-j}4^j`, capped by B). A
-        positive margin (non-paper, notes §8 item 8) removes most of the overshoot.
+        positive margin (non-paper, docs/notes/varshney2022.md §8 item 8) removes most of
+        the overshoot.
     oracle : OracleInfo, optional
         Needed by ``oracle`` runs; enables the per-step truth diagnostics.
     oracle_log_factor : float, optional

@@ -25,8 +25,9 @@ Three mechanisms, each with its own unit and neighbouring relation (all stated b
   requires for Poisson sampling; this favours the baseline, whose replace-one guarantee
   would be weaker).
 
-Neighbouring relation of DP-AMBSSGD and DP-SSGD: replace one record (notes §8 item 14).
-The paper's alpha is a *noise multiplier*, named ``noise_multiplier`` here (item 24).
+Neighbouring relation of DP-AMBSSGD and DP-SSGD: replace one record
+(docs/notes/varshney2022.md §8 item 14). The paper's alpha is a *noise multiplier*, named
+``noise_multiplier`` here (item 24).
 """
 
 from __future__ import annotations
@@ -69,9 +70,10 @@ Steinke (2020) conversion (an extension, not in the paper)."""
 
 ACCOUNTINGS: tuple[str, ...] = ("paper", "disjoint")
 """``paper``: per-block rho = rho_stat + rho_grad = 1/alpha^2 (Theorem 3.6).
-``disjoint``: with the disjoint stat/gradient split (notes §8 item 3) one record is in
-only one of the two samples, so per-block rho = max(rho_stat, rho_grad) = 1/(2 alpha^2)
-(adaptive composition in which only one mechanism's input changes). Not in the paper."""
+``disjoint``: with the disjoint stat/gradient split (docs/notes/varshney2022.md §8 item 3)
+one record is in only one of the two samples, so per-block rho = max(rho_stat, rho_grad) =
+1/(2 alpha^2) (adaptive composition in which only one mechanism's input changes). Not in the
+paper."""
 
 
 class ShufflingRegimeWarning(UserWarning):
@@ -152,7 +154,8 @@ def fixed_clip_noise_multiplier(alpha: float) -> float:
 
     Without DP-STAT only the gradient mechanism remains, whose zCDP is
     :math:`1/(2\alpha_{\rm fixed}^2)`; equating it to the adaptive algorithm's
-    :math:`1/\alpha^2` gives :math:`\alpha_{\rm fixed} = \alpha/\sqrt2` (notes §3.2).
+    :math:`1/\alpha^2` gives :math:`\alpha_{\rm fixed} = \alpha/\sqrt2`
+    (docs/notes/varshney2022.md §3.2).
     """
     return alpha / math.sqrt(2.0)
 
@@ -332,8 +335,8 @@ def calibrate_dp_ssgd(
     r"""Noise multiplier of DP-SSGD for a central (epsilon, delta) target.
 
     The paper's Theorem 3.1 only gives :math:`\alpha = \Omega(\log(N/\delta)/(\varepsilon
-    \sqrt N))` with unspecified constants (notes §3.1, §8 item 17). We calibrate with
-    the concrete FMT21 bound (inferred):
+    \sqrt N))` with unspecified constants (docs/notes/varshney2022.md §3.1, §8 item 17). We
+    calibrate with the concrete FMT21 bound (inferred):
 
     1. :math:`\hat\delta = \text{delta\_split}\cdot\delta` goes to the shuffling bound,
        the rest to the local deltas: :math:`\delta_0 = (1-\text{delta\_split})\delta /

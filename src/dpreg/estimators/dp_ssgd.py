@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 DP_SSGD_C1 = 1.0 / 13440.0
-"""c1 of Theorem 3.2's step size, from eq. (30): 1/(64 * 210) (notes §2.1)."""
+"""c1 of Theorem 3.2's step size, from eq. (30): 1/(64 * 210) (docs/notes/varshney2022.md §2.1)."""
 DP_SSGD_C2 = 1.0 / 4200.0
 """c2 of Theorem 3.2's step size, from eq. (30): 1/(4 * 1050)."""
 DP_SSGD_ETA_RULES: tuple[str, ...] = ("theorem", "corollary", "lemma")
@@ -78,7 +78,7 @@ def dp_ssgd_hyperparameters(
 
     ``"corollary"`` (Corollary 3.3, Gaussian): :math:`\eta = 1/(4d)`,
     :math:`\zeta = \sqrt d\sqrt{\|w^*\|^2 + \sigma^2}\ln N` (inconsistent with the
-    theorem, notes §8 item 9; kept as a named option).
+    theorem, docs/notes/varshney2022.md §8 item 9; kept as a named option).
 
     ``"lemma"`` (non-paper option): the theorem's :math:`\zeta` with the largest step
     Lemma 3.5 allows, :math:`\eta = 1/(2R_x^2)` (Theorem 3.2's other two terms, with

@@ -3,7 +3,7 @@ r"""DP-STAT (Varshney, Thakurta & Jain 2022, Algorithm 3): a private doubling se
 Given residual magnitudes :math:`a_j = |\langle x_j, w\rangle - y_j|` of a stat sample,
 DP-STAT returns the first :math:`\gamma_i = 2^i\Delta` whose noisy count
 :math:`|\{j : a_j \le \gamma_i\}| + N(0, K\alpha^2)` reaches the threshold. Decisions on
-the paper's ambiguities (notes §8):
+the paper's ambiguities (docs/notes/varshney2022.md §8):
 
 * **Query count (item 4).** The paper loops :math:`i = 0..K` (K+1 queries) but its
   proof assumes at most :math:`K = \lceil\log_2(B/\Delta)\rceil` queries with variance

@@ -1,4 +1,6 @@
-r"""Validation study of Varshney, Thakurta & Jain (2022) -- the paper ran none (notes §5.1).
+r"""Validation study of Varshney, Thakurta & Jain (2022) -- the paper ran none.
+
+The study is the one proposed in docs/notes/varshney2022.md §5.1.
 
 Two study kinds:
 
@@ -34,7 +36,8 @@ The first five share one vectorised pass per data stream (:func:`ambssgd_pass`);
 ``dp_ssgd`` makes its own pass over the same stream (N single-row steps, so it is skipped,
 with a ``not_run`` row, above ``dpssgd_max_n``); the last three need the data in memory
 and run trial by trial (keep them to moderate N). Hyperparameters are Theorem 3.7's with
-oracle constants (notes §2.4, §8 item 16), the same oracle knowledge for every method.
+oracle constants (docs/notes/varshney2022.md §2.4, §8 item 16), the same oracle knowledge for
+every method.
 
 *DP-SSGD validity.* The FMT21 calibration certifies at most
 ``eps(eps0 = 1)`` (about 0.22 at N = 1e4, 0.024 at N = 1e6 for delta = 1e-6): for a
@@ -256,7 +259,10 @@ def check_sim_cell(cell: Mapping[str, Any]) -> None:
 
 
 def eigenvalues(d: int, kappa: float) -> np.ndarray:
-    r"""Geometric spectrum :math:`\lambda_i = \kappa^{-(i-1)/(d-1)}` (notes §5.1)."""
+    r"""Geometric spectrum :math:`\lambda_i = \kappa^{-(i-1)/(d-1)}`.
+
+    As in docs/notes/varshney2022.md §5.1.
+    """
     if d == 1:
         return np.ones(1)
     return kappa ** (-np.arange(d) / (d - 1))

@@ -1,8 +1,9 @@
-"""Pass criteria of the Varshney et al. (2022) validation study (notes §5.1), on our tables.
+"""Pass criteria of the Varshney et al. (2022) validation study, on our tables.
 
-The paper has no experiments; the criteria are the notes' (inferred) ones. Every claim is
-evaluated for the paper-faithful DP-AMBSSGD (``ambssgd``) and, as a separate row, for the
-non-paper DP-STAT-margin variant (``ambssgd_margin``). A failed claim is a finding.
+The paper has no experiments; the criteria are the inferred ones of
+docs/notes/varshney2022.md §5.1. Every claim is evaluated for the paper-faithful DP-AMBSSGD
+(``ambssgd``) and, as a separate row, for the non-paper DP-STAT-margin variant
+(``ambssgd_margin``). A failed claim is a finding.
 
 * E1 (H1): for N >= 20 d / eps^2, median excess <= 10 sigma^2 d / N, and the log-log
   slope of the median against N lies in [-1.15, -0.85]. Comparisons (intro / Thm 3.7 vs
@@ -60,7 +61,7 @@ def _e1(t: pd.DataFrame) -> list[dict]:
             rows.append(
                 claim_row(
                     "risk within 10x of sigma^2 d/N once N >= 20 d/eps^2",
-                    "Thm 3.7 / notes 5.1 E1",
+                    "Thm 3.7 / docs/notes/varshney2022.md §5.1 E1",
                     E1,
                     f"max median/(sigma^2 d/N), {where}",
                     ratio,
@@ -71,7 +72,7 @@ def _e1(t: pd.DataFrame) -> list[dict]:
             rows.append(
                 claim_row(
                     "log-log slope in N is about -1",
-                    "notes 5.1 E1",
+                    "docs/notes/varshney2022.md §5.1 E1",
                     E1,
                     f"slope of median vs N, {where}",
                     slope,
@@ -162,7 +163,7 @@ def _e2(t: pd.DataFrame) -> list[dict]:
                 rows.append(
                     claim_row(
                         f"{method} beats {other} by >= 10x for sigma <= 0.01",
-                        "notes 5.1 E2 (H2)",
+                        "docs/notes/varshney2022.md §5.1 E2 (H2)",
                         E2,
                         f"min over sigma<=0.01 of {other}/{method}, eps={eps:g}",
                         ratio,
@@ -175,7 +176,7 @@ def _e2(t: pd.DataFrame) -> list[dict]:
             rows.append(
                 claim_row(
                     "risk proportional to sigma^2",
-                    "notes 5.1 E2 (H2)",
+                    "docs/notes/varshney2022.md §5.1 E2 (H2)",
                     E2,
                     f"slope of median vs sigma on [0.01, 1], {method}, eps={eps:g}",
                     slope,
@@ -200,7 +201,7 @@ def _e3(t: pd.DataFrame) -> list[dict]:
             rows.append(
                 claim_row(
                     f"privacy excess grows like d^{(lo + hi) / 2:g}",
-                    "notes 5.1 E3 (H3)",
+                    "docs/notes/varshney2022.md §5.1 E3 (H3)",
                     E3,
                     f"exponent in d, {method}, sigma={sigma:g}, eps={eps:g}",
                     slope,
@@ -220,7 +221,7 @@ def _e4(t: pd.DataFrame) -> list[dict]:
             rows.append(
                 claim_row(
                     "privacy term at most kappa^2 (Thm 3.7)",
-                    "Thm 3.7 / notes 5.1 E4",
+                    "Thm 3.7 / docs/notes/varshney2022.md §5.1 E4",
                     E4,
                     f"exponent in kappa, {method}, sigma={sigma:g}, eps={eps:g}",
                     slope,
@@ -247,7 +248,7 @@ def _e5(t: pd.DataFrame) -> list[dict]:
             rows.append(
                 claim_row(
                     "sample complexity N* grows like d" if want else "fixed clip needs N* ~ d^1.5",
-                    "notes 5.1 E5 (H4)",
+                    "docs/notes/varshney2022.md §5.1 E5 (H4)",
                     E5,
                     f"exponent of N*(d) ({len(stars)} d reached), {method},"
                     f" sigma={sigma:g}, eps={eps:g}",
@@ -274,7 +275,7 @@ def _e6(t: pd.DataFrame) -> list[dict]:
         rows.append(
             claim_row(
                 "adaptive clip norm shrinks over training",
-                "Eq. (48) / notes 5.1 E6",
+                "Eq. (48) / docs/notes/varshney2022.md §5.1 E6",
                 E6,
                 f"median zeta_T / zeta_0, {where}",
                 last / first,
@@ -286,7 +287,7 @@ def _e6(t: pd.DataFrame) -> list[dict]:
         rows.append(
             claim_row(
                 "almost no gradient is clipped",
-                "Proof 3.9 / notes 5.1 E6",
+                "Proof 3.9 / docs/notes/varshney2022.md §5.1 E6",
                 E6,
                 f"max over steps of median clipped fraction, {where}",
                 worst,
@@ -298,7 +299,7 @@ def _e6(t: pd.DataFrame) -> list[dict]:
 
 
 def check(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Evaluate the notes' §5.1 pass criteria on whichever study tables are present."""
+    """Evaluate the pass criteria of docs/notes/varshney2022.md §5.1 on the tables present."""
     rows: list[dict] = []
     for name, fn in ((E1, _e1), (E2, _e2), (E3, _e3), (E4, _e4), (E5, _e5), (E6, _e6)):
         if name in tables:

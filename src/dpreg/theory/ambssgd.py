@@ -1,9 +1,10 @@
 r"""Risk bounds and reference rates of Varshney, Thakurta & Jain (2022).
 
 Closed forms for Gaussian design :math:`x\sim N(0, H)`, :math:`H = \mathrm{diag}(\lambda)`,
-independent noise :math:`z\sim N(0,\sigma^2)` (notes §4.2): :math:`\Sigma = \sigma^2 H`,
-so :math:`\mathrm{Tr}(H^{-1}\Sigma) = \sigma^2 d`, :math:`\mathrm{Tr}(H\Sigma) =
-\sigma^2\sum\lambda_i^2` and :math:`\|\Sigma + cI\|_H = \sigma^2 + c/\mu`. Every function
+independent noise :math:`z\sim N(0,\sigma^2)` (docs/notes/varshney2022.md §4.2):
+:math:`\Sigma = \sigma^2 H`, so :math:`\mathrm{Tr}(H^{-1}\Sigma) = \sigma^2 d`,
+:math:`\mathrm{Tr}(H\Sigma) = \sigma^2\sum\lambda_i^2` and
+:math:`\|\Sigma + cI\|_H = \sigma^2 + c/\mu`. Every function
 takes the eigenvalues of H and returns the excess population risk bound
 :math:`\mathcal L(\bar w) - \mathcal L(w^*)`. Natural logarithms throughout.
 """
