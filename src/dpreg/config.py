@@ -275,11 +275,10 @@ def check_config_references(config: Mapping[str, Any]) -> None:
             raise ValueError(f"config studies.{study}.grid: values collide as path labels")
         for _, values in grid_points(spec, skip):
             cell = {**params, **dict(values), "conversion": config["conversion"]}
-            if kind.check_cell is not None:
-                try:
-                    kind.check_cell(cell)
-                except ValueError as err:
-                    raise ValueError(f"config studies.{study}: {err}") from None
+            try:
+                kind.validate_cell(cell)
+            except ValueError as err:
+                raise ValueError(f"config studies.{study}: {err}") from None
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

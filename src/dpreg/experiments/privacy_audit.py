@@ -13,6 +13,7 @@ the study whatever the chunking. See ``docs/privacy.md`` ("Empirical privacy aud
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,10 +21,11 @@ import pandas as pd
 
 from dpreg.audit import AuditCase, audit_cases, judge_scores
 from dpreg.data.datasets import Dataset
+from dpreg.experiments.params import KindParams, open_interval, param, positive
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 
-__all__ = ["AUDIT_KEYS", "check_audit_cell", "run_audit_cell", "summarise_audit"]
+__all__ = ["AUDIT_KEYS", "AuditParams", "check_audit_cell", "run_audit_cell", "summarise_audit"]
 
 AUDIT_KEYS = frozenset({"estimator", "epsilon", "delta", "alpha"})
 
@@ -37,24 +39,40 @@ def _claim_columns(case: AuditCase) -> dict[str, Any]:
     return {"claim_unit": "approx_dp", "claim_value": claim.epsilon}
 
 
+def _keys(cell: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in cell.items() if k != "conversion"}
+
+
 def _cases(cell: Mapping[str, Any]) -> list[AuditCase]:
     names = cell["estimator"]
     names = [str(n) for n in names] if isinstance(names, list | tuple) else [str(names)]
     return audit_cases(names, epsilon=float(cell["epsilon"]), delta=float(cell["delta"]))
 
 
+@dataclass(frozen=True)
+class AuditParams(KindParams):
+    """Cell keys of the ``privacy_audit`` kind."""
+
+    kind = "privacy_audit"
+    estimator: str | list[str] = param(
+        doc="a private estimator with audit cases (`dpreg.audit.audit_cases`), or a list of"
+        " them run in one job; others stop the dry run"
+    )
+    epsilon: float = param(
+        doc="the claim's epsilon: each case asks its estimator for this budget", check=positive
+    )
+    delta: float = param(doc="the claim's delta", check=open_interval(0, 1))
+    alpha: float = param(
+        0.05,
+        doc="level of the audit's confidence bounds: a correct estimator fails a case with"
+        " probability at most alpha per piece of evidence",
+        check=open_interval(0, 0.5),
+    )
+
+
 def check_audit_cell(cell: Mapping[str, Any]) -> None:
     """Raise ``ValueError`` for a cell the audit cannot run (checked before any job)."""
-    for key in ("epsilon",):
-        value = cell.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise ValueError(f"privacy_audit: {key} must be a positive number; got {value!r}")
-    delta = cell.get("delta")
-    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
-        raise ValueError(f"privacy_audit: delta must lie in (0, 1); got {delta!r}")
-    alpha = cell.get("alpha", 0.05)
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 0.5:
-        raise ValueError(f"privacy_audit: alpha must lie in (0, 0.5); got {alpha!r}")
+    AuditParams.from_cell(_keys(cell))
     _cases(cell)  # names the estimator if it has no audit case
 
 
@@ -104,7 +122,7 @@ def run_audit_cell(
                 )
             )
     frame = pd.concat(frames, ignore_index=True)
-    frame["alpha"] = float(cell.get("alpha", 0.05))
+    frame["alpha"] = float(AuditParams.from_cell(_keys(cell)).alpha)
     return frame
 
 
@@ -175,7 +193,6 @@ PRIVACY_AUDIT = StudyKind(
     run=run_audit_cell,
     summarise=summarise_audit,
     figure=_figure,
-    required=frozenset({"estimator", "epsilon", "delta"}),
-    optional=frozenset({"alpha"}),
+    params=AuditParams,
     check_cell=check_audit_cell,
 )

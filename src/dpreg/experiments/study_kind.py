@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from dpreg.data.datasets import Dataset
+from dpreg.experiments.params import KindParams
 
 RunFn = Callable[..., pd.DataFrame]
 """``run(cell, *, trials, first_trial, seed, data) -> DataFrame`` (one row per trial).
@@ -50,6 +51,10 @@ class StudyKind:
     check_cell : callable, optional
         ``check_cell(cell)`` raises ``ValueError`` for a bad value (checked before any
         job runs, so a bad config stops the workflow at once).
+    params : type of KindParams, optional
+        The kind's typed parameter spec (:mod:`dpreg.experiments.params`). When given,
+        ``required`` and ``optional`` are derived from it and :meth:`validate_cell`
+        checks every value's type and range before ``check_cell``.
     """
 
     name: str
@@ -59,6 +64,21 @@ class StudyKind:
     required: frozenset[str] = field(default_factory=frozenset)
     optional: frozenset[str] = field(default_factory=frozenset)
     check_cell: Callable[[Mapping[str, Any]], None] | None = None
+    params: type[KindParams] | None = None
+
+    def __post_init__(self) -> None:
+        if self.params is not None:
+            if self.required or self.optional:
+                raise ValueError(f"kind {self.name!r}: give params or required/optional, not both")
+            object.__setattr__(self, "required", self.params.required_keys())
+            object.__setattr__(self, "optional", self.params.optional_keys())
+
+    def validate_cell(self, cell: Mapping[str, Any]) -> None:
+        """Check a cell's values (the typed spec, then ``check_cell``); ``ValueError``."""
+        if self.params is not None:
+            self.params.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+        if self.check_cell is not None:
+            self.check_cell(cell)
 
     def check_keys(self, study: str, keys: set[str]) -> None:
         """Raise ``ValueError`` naming unknown or missing keys of a study's cells."""
