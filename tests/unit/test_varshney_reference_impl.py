@@ -30,6 +30,7 @@ from dpreg.estimators.ambssgd_core import GaussianStream
 from dpreg.estimators.ambssgd_privacy import ambssgd_noise_multiplier
 from dpreg.estimators.dp_stat import dp_stat
 from dpreg.experiments import varshney2022 as study
+from dpreg.experiments.varshney2022_diagnostics import run_diagnostics_cell
 from dpreg.privacy.budgets import ApproxDP
 
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "config.yaml"
@@ -172,7 +173,7 @@ def test_e1_study_path_equals_reference_on_shared_stream_and_noise():
     cell = {"n": n, "d": d, "sigma": [sigma], "epsilon": [eps], "delta": 1e-6,
             "methods": ["ambssgd"]}  # fmt: skip
     rows = study.run_sim_cell(cell, trials=2, first_trial=5, seed=seed)
-    diag = study.run_diagnostics_cell(cell, trials=2, first_trial=5, seed=seed)
+    diag = run_diagnostics_cell(cell, trials=2, first_trial=5, seed=seed)
     lam = study.eigenvalues(d, 1.0)
     w_star = study.true_w_star(d, lam, 0)
     setup = ref.theorem_3_7_setup(n, lam, w_star_H_norm=1.0, sigma=sigma)

@@ -20,6 +20,7 @@ from dpreg.experiments import (
     privacy_audit,
     regression,
     varshney2022,
+    varshney2022_diagnostics,
 )
 from dpreg.experiments.study_kind import StudyKind, dataset_of
 
@@ -43,7 +44,7 @@ BUILTIN_KINDS: Mapping[str, StudyKind] = MappingProxyType(
             brown2024.ERROR_VS_CLIPPING,
             brown2024.CI,
             varshney2022.SIM,
-            varshney2022.DIAGNOSTICS,
+            varshney2022_diagnostics.DIAGNOSTICS,
             choquettechoo2023.MEAN_RATIO,
             choquettechoo2023.THEORY_TABLE,
             choquettechoo2023.LINREG_SIM,

@@ -87,14 +87,11 @@ from dpreg.experiments.study_kind import StudyKind
 from dpreg.theory import ambssgd as theory
 
 __all__ = [
-    "DIAGNOSTICS",
     "METHODS",
     "SIM",
     "check_sim_cell",
-    "run_diagnostics_cell",
     "run_sim_cell",
     "sample_complexity",
-    "summarise_diagnostics",
     "summarise_sim",
     "tuned_dp_sgd",
 ]
@@ -783,94 +780,6 @@ SIM = StudyKind(
     run=run_sim_cell,
     summarise=summarise_sim,
     figure=_figure_sim,
-    required=frozenset({"d"}),
-    optional=SIM_KEYS - {"d"},
-    check_cell=check_sim_cell,
-)
-
-
-# ---------------------------------------------------------------------- diagnostics
-
-
-def run_diagnostics_cell(
-    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Any = None
-) -> pd.DataFrame:
-    """Run one chunk of ``varshney_diagnostics``: rows per (trial, method, sigma, eps, step)."""
-    del data
-    spec, lam, w_star, hp_by_sigma = _setup(cell)
-    spec["methods"] = [m for m in spec["methods"] if m in STREAM_METHODS]
-    trial_ids = list(range(first_trial, first_trial + trials))
-    rng = np.random.default_rng([seed, _NOISE_STREAM])
-    res, labels, _ = _run_stream(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng)
-    st = res.steps
-    T = spec["layout"].T
-    hp0 = hp_by_sigma
-    frames = []
-    for r, (method, sigma, eps) in enumerate(labels):
-        hp = hp0[sigma]
-        scale = math.sqrt(hp.x_norm_sq) * hp.log_factor
-        for k, trial in enumerate(trial_ids):
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "trial": trial,
-                        "method": method,
-                        "sigma": sigma,
-                        "epsilon": eps,
-                        "step": np.arange(T),
-                        "zeta": st["zeta"][k, r],
-                        "gamma": st["gamma"][k, r],
-                        "stop_index": st["stop_index"][k, r],
-                        "no_break": st["no_break"][k, r],
-                        "clip_fraction": st["clip_fraction"][k, r],
-                        "residual_scale": st["residual_scale"][k, r],
-                        "zeta_over_target": st["zeta"][k, r] / (scale * st["residual_scale"][k, r]),
-                        "excess_risk_iterate": st["excess_risk_iterate"][k, r],
-                    }
-                )
-            )
-    frame = pd.concat(frames, ignore_index=True)
-    frame["seed"] = np.uint64(seed)
-    frame["n"] = spec["n"]
-    frame["d"] = spec["d"]
-    frame["kappa"] = spec["kappa"]
-    frame["T"] = T
-    return frame
-
-
-def summarise_diagnostics(
-    runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()
-) -> pd.DataFrame:
-    """Per (n, d, sigma, epsilon, method, step): median and 10-90% of each diagnostic."""
-    del references
-    keys = ["n", "d", "kappa", "sigma", "epsilon", "method", "step"]
-    cols = ["zeta", "gamma", "stop_index", "clip_fraction", "residual_scale", "zeta_over_target"]
-    rows = []
-    for key, g in runs.groupby(keys, sort=True):
-        row = dict(zip(keys, key, strict=True))
-        for c in cols:
-            v = g[c].astype(float).dropna()
-            if len(v):
-                row[f"{c}_median"] = _q(v, 0.5)
-                row[f"{c}_q10"] = _q(v, 0.1)
-                row[f"{c}_q90"] = _q(v, 0.9)
-        row["no_break_fraction"] = float(g["no_break"].mean())
-        row["trials"] = int(len(g))
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _figure_diag(table: pd.DataFrame, *, title: str | None = None) -> Any:
-    from dpreg.plotting.varshney2022 import plot_diagnostics
-
-    return plot_diagnostics(table, title=title)
-
-
-DIAGNOSTICS = StudyKind(
-    name="varshney_diagnostics",
-    run=run_diagnostics_cell,
-    summarise=summarise_diagnostics,
-    figure=_figure_diag,
     required=frozenset({"d"}),
     optional=SIM_KEYS - {"d"},
     check_cell=check_sim_cell,
