@@ -38,7 +38,9 @@ from typing import Any, ClassVar
 __all__ = [
     "REQUIRED",
     "KindParams",
+    "at_least",
     "choice",
+    "nonnegative",
     "open_interval",
     "param",
     "positive",
@@ -68,6 +70,24 @@ def positive(value: Any) -> str | None:
 
 
 positive.text = "> 0"  # type: ignore[attr-defined]
+
+
+def nonnegative(value: Any) -> str | None:
+    """Check: a number >= 0."""
+    return None if value >= 0 else "must be >= 0"
+
+
+nonnegative.text = ">= 0"  # type: ignore[attr-defined]
+
+
+def at_least(low: float) -> Check:
+    """Check: a number >= ``low``."""
+
+    def check(value: Any) -> str | None:
+        return None if value >= low else f"must be >= {low:g}"
+
+    check.text = f">= {low:g}"  # type: ignore[attr-defined]
+    return check
 
 
 def positive_integer(value: Any) -> str | None:

@@ -60,6 +60,7 @@ import math
 import time
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -83,10 +84,21 @@ from dpreg.estimators.ambssgd_privacy import (
 )
 from dpreg.estimators.dp_ssgd import DP_SSGD_ETA_RULES, dp_ssgd_hyperparameters, dp_ssgd_stream_pass
 from dpreg.estimators.dpsgd_poisson import dp_sgd_poisson_runs
+from dpreg.experiments.params import (
+    KindParams,
+    at_least,
+    choice,
+    nonnegative,
+    open_interval,
+    param,
+    positive,
+    positive_integer,
+)
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.theory import ambssgd as theory
 
 __all__ = [
+    "SimParams",
     "METHODS",
     "SIM",
     "check_sim_cell",
@@ -112,32 +124,60 @@ _NOISE_STREAM = 2**31 - 1
 _SSGD_STREAM = 2**31 - 2
 _GRID_STREAM = 2**31 - 3
 
-SIM_KEYS = frozenset(
-    {
-        "n",
-        "n_per_d",
-        "d",
-        "kappa",
-        "sigma",
-        "epsilon",
-        "delta",
-        "methods",
-        "c1",
-        "n_queries",
-        "noise_multiplier_rule",
-        "x_norm_rule",
-        "stat_margin",
-        "w_star_seed",
-        "dpsgd_clip_scales",
-        "dpsgd_batch_size",
-        "dpsgd_epochs",
-        "dpsgd_grid_clip_scales",
-        "dpsgd_grid_eta_scales",
-        "dpssgd_eta_rule",
-        "dpssgd_max_n",
-        "conversion",
-    }
-)
+
+@dataclass(frozen=True)
+class SimParams(KindParams):
+    """Cell keys of the ``varshney_sim`` and ``varshney_diagnostics`` kinds."""
+
+    kind = "varshney_sim"
+    d: int = param(doc="dimension", check=positive_integer)
+    n: int | None = param(None, doc="sample size N (give exactly one of `n`, `n_per_d`)")
+    n_per_d: float | None = param(None, doc="N / d instead of `n`", check=positive)
+    kappa: float = param(1.0, doc="condition number of the geometric spectrum", check=at_least(1))
+    sigma: float | list[float] = param(0.1, doc="noise level(s) of y", check=nonnegative)
+    epsilon: float | list[float] = param(1.0, doc="privacy budget(s)", check=positive)
+    delta: float = param(1e-6, doc="privacy delta", check=open_interval(0, 1))
+    methods: str | list[str] = param(
+        ["ambssgd", "fixedclip", "oracleclip", "sgd"],
+        doc="methods run on every stream (table in the module docstring)",
+        check=choice(*METHODS),
+    )
+    c1: float = param(1.0, doc="block-layout constant of Algorithm 2", check=positive)
+    n_queries: int = param(20, doc="DP-STAT's K (practical value)", check=positive_integer)
+    noise_multiplier_rule: str = param(
+        "exact",
+        doc="Theorem 3.6's multiplier: exact or the paper's closed form",
+        check=choice(*NOISE_MULTIPLIER_RULES),
+    )
+    x_norm_rule: str = param(
+        "exact",
+        doc="R_x^2 from the spectrum or Cor. 3.8's R_x^2 = d",
+        check=choice("exact", "paper"),
+    )
+    stat_margin: float = param(
+        2.0, doc="DP-STAT margin of `ambssgd_margin` (non-paper)", check=nonnegative
+    )
+    w_star_seed: int = param(0, doc="seed of the true w*")
+    dpsgd_clip_scales: float | list[float] = param(
+        [1.0], doc="DP-SGD clip(s), in units of the public clip", check=positive
+    )
+    dpsgd_batch_size: float = param(1000, doc="DP-SGD expected batch size", check=positive)
+    dpsgd_epochs: float = param(1.0, doc="DP-SGD epochs", check=positive)
+    dpsgd_grid_clip_scales: list[float] = param(
+        [0.03, 0.1, 0.3, 1.0], doc="tuned DP-SGD: clip grid (distinct)", check=positive
+    )
+    dpsgd_grid_eta_scales: list[float] = param(
+        [0.3, 1.0], doc="tuned DP-SGD: step-size grid (distinct)", check=positive
+    )
+    dpssgd_eta_rule: str = param(
+        "theorem", doc="DP-SSGD step size rule", check=choice(*DP_SSGD_ETA_RULES)
+    )
+    dpssgd_max_n: int | None = param(
+        None, doc="skip DP-SSGD (a `not_run` row) above this N", check=positive_integer
+    )
+
+
+SIM_KEYS = frozenset(SimParams.required_keys() | SimParams.optional_keys() | {"conversion"})
 
 
 # ------------------------------------------------------------------------ cell parsing
@@ -160,6 +200,7 @@ def _number(value: Any, name: str, *, lo: float = 0.0, strict: bool = True, inf:
 
 
 def _spec(cell: Mapping[str, Any]) -> dict[str, Any]:
+    SimParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
     d = cell.get("d")
     if isinstance(d, bool) or not isinstance(d, int) or d < 1:
         raise ValueError(f"d must be a positive integer; got {d!r}")
@@ -780,7 +821,6 @@ SIM = StudyKind(
     run=run_sim_cell,
     summarise=summarise_sim,
     figure=_figure_sim,
-    required=frozenset({"d"}),
-    optional=SIM_KEYS - {"d"},
+    params=SimParams,
     check_cell=check_sim_cell,
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,15 +21,22 @@ import pandas as pd
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.experiments.varshney2022 import (
     _NOISE_STREAM,
-    SIM_KEYS,
     STREAM_METHODS,
+    SimParams,
     _q,
     _run_stream,
     _setup,
     check_sim_cell,
 )
 
-__all__ = ["DIAGNOSTICS", "run_diagnostics_cell", "summarise_diagnostics"]
+__all__ = ["DIAGNOSTICS", "DiagnosticsParams", "run_diagnostics_cell", "summarise_diagnostics"]
+
+
+@dataclass(frozen=True)
+class DiagnosticsParams(SimParams):
+    """Cell keys of ``varshney_diagnostics``: those of ``varshney_sim`` (stream methods only)."""
+
+    kind = "varshney_diagnostics"
 
 
 def run_diagnostics_cell(
@@ -110,7 +118,6 @@ DIAGNOSTICS = StudyKind(
     run=run_diagnostics_cell,
     summarise=summarise_diagnostics,
     figure=_figure_diag,
-    required=frozenset({"d"}),
-    optional=SIM_KEYS - {"d"},
+    params=DiagnosticsParams,
     check_cell=check_sim_cell,
 )
