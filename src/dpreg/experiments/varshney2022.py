@@ -200,41 +200,41 @@ def _number(value: Any, name: str, *, lo: float = 0.0, strict: bool = True, inf:
 
 
 def _spec(cell: Mapping[str, Any]) -> dict[str, Any]:
-    SimParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
-    d = cell.get("d")
+    P = SimParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    d = P.d
     if isinstance(d, bool) or not isinstance(d, int) or d < 1:
         raise ValueError(f"d must be a positive integer; got {d!r}")
-    if ("n" in cell) == ("n_per_d" in cell):
+    if (P.n is None) == (P.n_per_d is None):
         raise ValueError("give exactly one of n or n_per_d (N = n_per_d * d)")
-    n = cell["n"] if "n" in cell else _number(cell["n_per_d"], "n_per_d") * d
+    n = P.n if P.n is not None else _number(P.n_per_d, "n_per_d") * d
     if isinstance(n, float) and n.is_integer():
         n = int(n)
     if isinstance(n, bool) or not isinstance(n, int) or n < 2 * d:
         raise ValueError(f"n must be an integer >= 2 d = {2 * d}; got {n!r}")
-    methods = _list(cell.get("methods", ["ambssgd", "fixedclip", "oracleclip", "sgd"]))
+    methods = _list(P.methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"methods must be a non-empty list from {list(METHODS)}; got {methods}")
-    sigmas = [_number(s, "sigma", strict=False) for s in _list(cell.get("sigma", 0.1))]
-    epsilons = [_number(e, "epsilon") for e in _list(cell.get("epsilon", 1.0))]
-    delta = _number(cell.get("delta", 1e-6), "delta")
+    sigmas = [_number(s, "sigma", strict=False) for s in _list(P.sigma)]
+    epsilons = [_number(e, "epsilon") for e in _list(P.epsilon)]
+    delta = _number(P.delta, "delta")
     if delta >= 1:
         raise ValueError(f"delta must lie in (0, 1); got {delta!r}")
-    rule = cell.get("noise_multiplier_rule", "exact")
+    rule = P.noise_multiplier_rule
     if rule not in NOISE_MULTIPLIER_RULES:
         raise ValueError(f"noise_multiplier_rule must be one of {NOISE_MULTIPLIER_RULES}")
     for e in epsilons:
         ambssgd_noise_multiplier(e, delta, rule)  # refuses "paper" outside its range
-    kappa = _number(cell.get("kappa", 1.0), "kappa")
+    kappa = _number(P.kappa, "kappa")
     if kappa < 1:
         raise ValueError(f"kappa must be >= 1; got {kappa!r}")
-    x_norm_rule = cell.get("x_norm_rule", "exact")
+    x_norm_rule = P.x_norm_rule
     if x_norm_rule not in ("exact", "paper"):
         raise ValueError(f"x_norm_rule must be exact or paper; got {x_norm_rule!r}")
-    K = cell.get("n_queries", 20)
+    K = P.n_queries
     if isinstance(K, bool) or not isinstance(K, int) or K < 1:
         raise ValueError(f"n_queries must be a positive integer; got {K!r}")
-    c1 = _number(cell.get("c1", 1.0), "c1")
+    c1 = _number(P.c1, "c1")
     layout = block_layout(n, kappa=kappa, c1=c1)
     if "adassp" in methods and any(s == 0 for s in sigmas):
         pass  # AdaSSP is fine with sigma = 0
@@ -251,32 +251,23 @@ def _spec(cell: Mapping[str, Any]) -> dict[str, Any]:
         "K": K,
         "c1": c1,
         "layout": layout,
-        "stat_margin": _number(cell.get("stat_margin", 2.0), "stat_margin", strict=False),
-        "w_star_seed": int(cell.get("w_star_seed", 0)),
-        "clip_scales": [
-            _number(c, "dpsgd_clip_scales") for c in _list(cell.get("dpsgd_clip_scales", [1.0]))
-        ],
-        "batch": _number(cell.get("dpsgd_batch_size", 1000), "dpsgd_batch_size"),
-        "epochs": _number(cell.get("dpsgd_epochs", 1.0), "dpsgd_epochs"),
-        "grid_clips": _positive_list(cell, "dpsgd_grid_clip_scales", [0.03, 0.1, 0.3, 1.0]),
-        "grid_etas": _positive_list(cell, "dpsgd_grid_eta_scales", [0.3, 1.0]),
-        "ssgd_eta_rule": _choice(cell, "dpssgd_eta_rule", "theorem", DP_SSGD_ETA_RULES),
-        "ssgd_max_n": _max_n(cell.get("dpssgd_max_n")),
+        "stat_margin": _number(P.stat_margin, "stat_margin", strict=False),
+        "w_star_seed": int(P.w_star_seed),
+        "clip_scales": [_number(c, "dpsgd_clip_scales") for c in _list(P.dpsgd_clip_scales)],
+        "batch": _number(P.dpsgd_batch_size, "dpsgd_batch_size"),
+        "epochs": _number(P.dpsgd_epochs, "dpsgd_epochs"),
+        "grid_clips": _positive_list(P.dpsgd_grid_clip_scales, "dpsgd_grid_clip_scales"),
+        "grid_etas": _positive_list(P.dpsgd_grid_eta_scales, "dpsgd_grid_eta_scales"),
+        "ssgd_eta_rule": P.dpssgd_eta_rule,
+        "ssgd_max_n": _max_n(P.dpssgd_max_n),
     }
 
 
-def _positive_list(cell: Mapping[str, Any], key: str, default: list[float]) -> list[float]:
-    values = [_number(v, key) for v in _list(cell.get(key, default))]
+def _positive_list(value: Any, key: str) -> list[float]:
+    values = [_number(v, key) for v in _list(value)]
     if not values or len(set(values)) != len(values):
         raise ValueError(f"{key} must be a non-empty list of distinct positive numbers")
     return values
-
-
-def _choice(cell: Mapping[str, Any], key: str, default: str, choices: tuple[str, ...]) -> str:
-    value = cell.get(key, default)
-    if value not in choices:
-        raise ValueError(f"{key} must be one of {list(choices)}; got {value!r}")
-    return value
 
 
 def _max_n(value: Any) -> int | None:
