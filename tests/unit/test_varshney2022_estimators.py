@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpreg.data.streams import GaussianStream
 from dpreg.estimators import get_estimator
 from dpreg.estimators.ambssgd_core import (
-    GaussianStream,
     PermutedRows,
     RunSpec,
     ambssgd_pass,

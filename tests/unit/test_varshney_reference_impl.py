@@ -25,8 +25,8 @@ import pytest
 import varshney_reference as ref
 import yaml
 
+from dpreg.data.streams import GaussianStream
 from dpreg.estimators import get_estimator
-from dpreg.estimators.ambssgd_core import GaussianStream
 from dpreg.estimators.ambssgd_privacy import ambssgd_noise_multiplier
 from dpreg.estimators.dp_stat import dp_stat
 from dpreg.experiments import varshney2022 as study

@@ -66,8 +66,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpreg.data.streams import GaussianStream
 from dpreg.estimators.ambssgd_core import (
-    GaussianStream,
     OracleInfo,
     RunSpec,
     ambssgd_pass,

@@ -17,9 +17,9 @@ import numpy as np
 
 def main(n: int = 10**6, d: int = 50, repeats: int = 3) -> dict[str, float]:
     """Time the three measurements; return the best of ``repeats`` for each."""
+    from dpreg.data.streams import GaussianStream
     from dpreg.estimators import get_estimator
     from dpreg.estimators.ambssgd_core import (
-        GaussianStream,
         RunSpec,
         ambssgd_pass,
         block_layout,
@@ -84,7 +84,7 @@ def added_methods(d: int = 50, repeats: int = 2) -> dict[str, float]:
       expected batch 1000, data in memory, per trial;
     * ``crossover_s``: :func:`dpreg.theory.ambssgd.lemma_3_11_crossover` for one cell.
     """
-    from dpreg.estimators.ambssgd_core import GaussianStream
+    from dpreg.data.streams import GaussianStream
     from dpreg.estimators.dp_ssgd import dp_ssgd_stream_pass
     from dpreg.estimators.dpsgd_poisson import dp_sgd_poisson_runs
     from dpreg.theory.ambssgd import lemma_3_11_crossover
