@@ -67,10 +67,10 @@ def test_an_unknown_hyperparameter_is_refused(smoke):
 @pytest.mark.parametrize(
     ("params", "grid", "message"),
     [
-        ({"delta_rule": "fixed", "delta": 1.5}, {}, "delta must lie in the open interval"),
+        ({"delta_rule": "fixed", "delta": 1.5}, {}, r"eps_grid: delta must lie in \(0, 1\)"),
         ({"bound_X": -1.0}, {}, "bound_X must be"),
         ({"bound_y": "2"}, {}, r"bound_y: '2' is text, not a number"),
-        ({"bound_y": True}, {}, "bound_y must be a real number"),
+        ({"bound_y": True}, {}, "eps_grid: bound_y must be float; got True"),
         ({}, {"epsilon": ["1.0"]}, "epsilon"),
         ({}, {"epsilon": [True]}, "epsilon"),
         ({"hyper": {}}, {"estimator": ["dp_2s_gd"]}, "IV estimator"),

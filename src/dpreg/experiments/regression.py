@@ -11,6 +11,7 @@ import inspect
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ import pandas as pd
 from dpreg.data.datasets import Dataset
 from dpreg.estimators import get_estimator
 from dpreg.experiments.budgets import budget_columns
+from dpreg.experiments.params import KindParams, choice, open_interval, param, positive
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.budgets import ApproxDP
 
@@ -144,6 +146,34 @@ def aggregate_trials(runs: pd.DataFrame, by: list[str], value: str = "mse") -> p
     return table
 
 
+@dataclass(frozen=True)
+class EpsGridParams(KindParams):
+    """Cell keys of the ``eps_grid`` kind (DP estimators against OLS over epsilon)."""
+
+    kind = "eps_grid"
+    dataset: str = param(doc="a dataset declared under `datasets`")
+    estimator: str | list[str] = param(
+        doc="estimator registry name(s) taking an (epsilon, delta) budget (an IV estimator"
+        " is refused at the dry run); a list runs every (estimator, epsilon) pair in one job"
+    )
+    epsilon: float | list[float] = param(doc="the per-trial epsilon(s)", check=positive)
+    delta_rule: str = param(
+        doc="`inverse_n_squared` (delta = 1/n^2, Lev et al.) or `fixed` (then `delta`)",
+        check=choice("inverse_n_squared", "fixed"),
+    )
+    delta: float | None = param(None, doc="delta of `delta_rule: fixed`", check=open_interval(0, 1))
+    hyper: dict = param(
+        {},
+        doc="estimator name -> hyperparameters (checked against the estimator's signature:"
+        " unknown keys, keys the study sets itself, wrong types and signs stop the dry run;"
+        " recorded in every row's `hyper` column)",
+    )
+    bound_X: float = param(
+        1.0, doc="public bound on max row norm (after preprocessing)", check=positive
+    )
+    bound_y: float = param(1.0, doc="public bound on max abs(y)", check=positive)
+
+
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
@@ -152,6 +182,7 @@ def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
     """Validate one ``eps_grid`` cell before any job runs (so the dry run stops on it)."""
     from dpreg._validation import check_positive, check_probability
 
+    EpsGridParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
     for name in _as_list(cell["estimator"]):
         params = inspect.signature(get_estimator(name)).parameters
         if "Z" in params:
@@ -205,9 +236,10 @@ def run_eps_grid_cell(
     """
     if data is None:
         raise ValueError("an eps_grid cell needs a dataset")
-    delta = study_delta(data.X.shape[0], cell["delta_rule"], cell.get("delta"))
+    P = EpsGridParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    delta = study_delta(data.X.shape[0], P.delta_rule, P.delta)
     frames = []
-    pairs = [(e, eps) for e in _as_list(cell["estimator"]) for eps in _as_list(cell["epsilon"])]
+    pairs = [(e, eps) for e in _as_list(P.estimator) for eps in _as_list(P.epsilon)]
     for stream, (estimator, epsilon) in enumerate(pairs):
         runs = run_eps_cell(
             data.X,
@@ -219,14 +251,14 @@ def run_eps_grid_cell(
             seed=seed,
             stream=stream,
             first_trial=first_trial,
-            hyper=(cell.get("hyper") or {}).get(estimator, {}),
-            bound_X=float(cell.get("bound_X", 1.0)),
-            bound_y=float(cell.get("bound_y", 1.0)),
+            hyper=(P.hyper or {}).get(estimator, {}),
+            bound_X=float(P.bound_X),
+            bound_y=float(P.bound_y),
             conversion=cell["conversion"],
         )
         frames.append(runs)
     runs = pd.concat(frames, ignore_index=True)
-    runs.insert(0, "dataset", cell["dataset"])
+    runs.insert(0, "dataset", P.dataset)
     return runs
 
 
@@ -257,7 +289,6 @@ EPS_GRID = StudyKind(
     run=run_eps_grid_cell,
     summarise=summarise_eps_grid,
     figure=_figure,
-    required=frozenset({"dataset", "estimator", "epsilon", "delta_rule"}),
-    optional=frozenset({"delta", "hyper", "bound_X", "bound_y"}),
+    params=EpsGridParams,
     check_cell=check_eps_grid_cell,
 )
