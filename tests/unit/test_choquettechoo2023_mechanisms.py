@@ -83,7 +83,8 @@ def test_nu_ftrl_encoder_closed_form():
 
 def test_gamma_inf_of_nu_ftrl_matches_notes_and_series():
     corr = nu_ftrl(0.01)
-    assert corr.gamma_inf_sq == pytest.approx(2.136878, abs=1e-6)  # notes §2.1
+    # reference value: docs/notes/choquettechoo2023.md §2.1
+    assert corr.gamma_inf_sq == pytest.approx(2.136878, abs=1e-6)
     assert corr.sensitivity_sq(20000) == pytest.approx(corr.gamma_inf_sq, rel=1e-12)
     assert corr.sensitivity_sq(100) < corr.sensitivity_sq(1000) < corr.gamma_inf_sq
 

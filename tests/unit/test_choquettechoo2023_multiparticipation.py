@@ -1,4 +1,7 @@
-"""Multi-participation sensitivity and ME (notes §2.5; Choquette-Choo et al. 2023b)."""
+"""Multi-participation sensitivity and ME (Choquette-Choo et al. 2023b).
+
+Not in this paper; see docs/notes/choquettechoo2023.md §2.5 item 3.
+"""
 
 from __future__ import annotations
 

@@ -39,7 +39,6 @@ PENDING_CITATIONS: frozenset[str] = frozenset(
     {
         "data/lev2026_table2_paper.csv",
         "docs/brown2024.md",
-        "docs/choquettechoo2023.md",
         "docs/lev2026-data.md",
         "docs/lev2026.md",
         "docs/liang2025.md",
@@ -51,14 +50,11 @@ PENDING_CITATIONS: frozenset[str] = frozenset(
         "src/dpreg/data/uci.py",
         "src/dpreg/estimators/adassp.py",
         "src/dpreg/estimators/dpgd.py",
-        "src/dpreg/estimators/ftrl_correlations.py",
         "src/dpreg/estimators/gram_sketch.py",
         "src/dpreg/estimators/ihm.py",
         "src/dpreg/estimators/iv.py",
         "src/dpreg/estimators/sketch.py",
         "src/dpreg/experiments/brown2024.py",
-        "src/dpreg/experiments/choquettechoo2023.py",
-        "src/dpreg/experiments/choquettechoo2023_claims.py",
         "src/dpreg/experiments/lev2026_claims.py",
         "src/dpreg/experiments/lev2026_clipping.py",
         "src/dpreg/experiments/lev2026_table2.py",
@@ -69,14 +65,8 @@ PENDING_CITATIONS: frozenset[str] = frozenset(
         "src/dpreg/inference/dpgd_ci.py",
         "src/dpreg/inference/intervals.py",
         "src/dpreg/plotting/liang2025.py",
-        "src/dpreg/privacy/correlated.py",
         "src/dpreg/theory/dpgd.py",
-        "src/dpreg/theory/ftrl.py",
-        "src/dpreg/theory/ftrl_socp.py",
-        "src/dpreg/theory/ftrl_table3.py",
         "src/dpreg/theory/iv.py",
-        "tests/unit/test_choquettechoo2023_mechanisms.py",
-        "tests/unit/test_choquettechoo2023_multiparticipation.py",
         "tests/unit/test_data_lev2026.py",
         "tests/unit/test_experiments_liang2025.py",
         "tests/unit/test_ihm.py",
@@ -88,9 +78,7 @@ PENDING_CITATIONS: frozenset[str] = frozenset(
     }
 )
 #: Papers whose docs/notes/<paper>.md is still to be written (the same ratchet).
-PENDING_NOTES: frozenset[str] = frozenset(
-    {"brown2024", "choquettechoo2023", "lev2026", "liang2025"}
-)
+PENDING_NOTES: frozenset[str] = frozenset({"brown2024", "lev2026", "liang2025"})
 CITATION = re.compile(
     r"docs/notes/(?P<paper>[a-z0-9]+)\.md`?\s+(?:(?P<p>P\d+)|§(?P<sec>\d+(?:\.\d+)?)"
     r"(?:\s+items?\s+(?P<item>\d+))?)"

@@ -149,9 +149,9 @@ class ToeplitzCorrelation:
     def encoder(self, T: int) -> np.ndarray:
         r"""Return the encoder coefficients :math:`c_0, \dots, c_{T-1}` (first column of B^-1).
 
-        ν-FTRL: :math:`c_t = \binom{2t}{t}4^{-t}(1-\nu)^t` (notes §2.1, from
-        :math:`(1-z)^{-1/2}`); damped anti-PGD: :math:`c_t = (1-\nu)^t`; a finite
-        :math:`\beta`: by forward substitution
+        ν-FTRL: :math:`c_t = \binom{2t}{t}4^{-t}(1-\nu)^t`
+        (docs/notes/choquettechoo2023.md §2.1, from :math:`(1-z)^{-1/2}`); damped anti-PGD:
+        :math:`c_t = (1-\nu)^t`; a finite :math:`\beta`: by forward substitution
         :math:`c_t = -\beta_0^{-1}\sum_{k=1}^{t}\beta_k c_{t-k}`.
         """
         T = _check_T(T)

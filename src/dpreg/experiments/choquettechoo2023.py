@@ -490,12 +490,13 @@ def run_linreg_sim(
 
     Keys: ``panel`` (``d``, ``d_eff``, ``eta``: the x-axis of the panel), ``mechanism``
     (``sgd``, ``nu_ftrl``), ``d`` (128), ``alpha`` (1), ``eta`` (0.02), ``nu``
-    (``"eta_mu"``: :math:`\nu = \eta\lambda_{\min}`, the notes' best reading), ``T`` or
-    ``time_constants`` (20; :math:`T = \lceil 20/(\eta\mu)\rceil` clipped to
-    ``[T_min, T_max]``), ``rho`` (1), ``clip`` (1), ``sigma_sgd`` (0),
-    ``tail_fraction`` (0.5), ``record_every`` (100). ``mechanism``, ``d``, ``alpha`` and
-    ``eta`` may be lists: every combination runs in this job (sub-cell ``k`` draws from
-    ``default_rng([seed, k])``); the seeds of one sub-cell are vectorised.
+    (``"eta_mu"``: :math:`\nu = \eta\lambda_{\min}`, the best reading in
+    docs/notes/choquettechoo2023.md §4.1), ``T`` or ``time_constants`` (20;
+    :math:`T = \lceil 20/(\eta\mu)\rceil` clipped to ``[T_min, T_max]``), ``rho`` (1),
+    ``clip`` (1), ``sigma_sgd`` (0), ``tail_fraction`` (0.5), ``record_every`` (100).
+    ``mechanism``, ``d``, ``alpha`` and ``eta`` may be lists: every combination runs in
+    this job (sub-cell ``k`` draws from ``default_rng([seed, k])``); the seeds of one
+    sub-cell are vectorised.
 
     Rows (one per trial and sub-cell): ``suboptimality`` (tail mean of
     :math:`F(\theta_t) - F^\star`), the exact LTI value ``theory_lti`` (= the C.18

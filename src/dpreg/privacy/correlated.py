@@ -348,7 +348,8 @@ def multi_participation_sensitivity_sq(
 ) -> float:
     r"""Squared sensitivity of an encoder when an example participates up to ``k`` times.
 
-    Not part of this paper (Theorem 1.1 covers one participation; notes §2.5):
+    Not part of this paper (Theorem 1.1 covers one participation;
+    docs/notes/choquettechoo2023.md §2.5 item 3):
     :math:`\max_\pi\max_{\|g_j\|\le1}\|\sum_{j\in\pi}C_{:,j}g_j^\top\|_F^2` over the
     participation patterns :math:`\pi` of :func:`participation_patterns`, each pattern
     evaluated exactly by :func:`pattern_sensitivity_sq` (any signs; when the Gram

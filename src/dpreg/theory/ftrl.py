@@ -158,9 +158,10 @@ def integral_f16(a: float | np.ndarray, b: float | np.ndarray) -> float | np.nda
         \alpha^2 = \frac{b^2(1-a) - a^2(1-b)}{b^2(1-a/2)^2},\quad
         k = \frac{\sqrt{1-a}}{1-a/2}
 
-    (square roots restored, notes §3.9). :math:`\mathcal I(a, a)` is F.15. Both
-    :math:`1 - k^2 = a^2/(2-a)^2` and :math:`1 - \alpha^2 = \big(\frac{a(1-b/2)}
-    {b(1-a/2)}\big)^2` are passed in closed form, so tiny :math:`a` keeps full accuracy.
+    (square roots restored, docs/notes/choquettechoo2023.md §3.9). :math:`\mathcal I(a, a)`
+    is F.15. Both :math:`1 - k^2 = a^2/(2-a)^2` and
+    :math:`1 - \alpha^2 = \big(\frac{a(1-b/2)}{b(1-a/2)}\big)^2` are passed in closed form,
+    so tiny :math:`a` keeps full accuracy.
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
@@ -249,8 +250,8 @@ def fig1_ratio(eta: float | np.ndarray) -> float | np.ndarray:
     r"""Fig. 1 (left): :math:`F_\infty(\beta^\star)/F_\infty(\beta^{sgd})` for mean estimation.
 
     :math:`R(\eta) = \frac{4}{\pi^2}\eta(2-\eta)K(1-\eta)^2` (ratio of the
-    :math:`\rho^{-1}` terms; Theorem 2.1 with the closed forms of notes §3.2). Equals 1
-    at :math:`\eta = 1`.
+    :math:`\rho^{-1}` terms; Theorem 2.1 with the closed forms of
+    docs/notes/choquettechoo2023.md §3.2). Equals 1 at :math:`\eta = 1`.
     """
     eta = np.asarray(eta, dtype=np.float64)
     K = special.ellipkm1(eta * (2.0 - eta))

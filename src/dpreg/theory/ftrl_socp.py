@@ -24,7 +24,8 @@ give :math:`\lim\mathbb E\|\theta_t - \theta^\star\|^2 \le
 :math:`\mu = L` (a quadratic), it *equals* the exact stationary suboptimality
 :math:`\frac L2\mathbb E\|\theta - \theta^\star\|^2` (tested). The displays of Eq. (10),
 Theorem E.1 and §E.1 differ from it and from each other by factors of 2 and
-:math:`\eta^2` (notes §7.4); ratios between mechanisms are unaffected.
+:math:`\eta^2` (docs/notes/choquettechoo2023.md §7 item 4); ratios between mechanisms are
+unaffected.
 
 **Per-frequency SOC.** Everything is a Kronecker product with :math:`I_d`, so the LMI
 is a 2x2 Hermitian condition per :math:`\omega`: with :math:`x + iy = \Lambda(\omega)`,

@@ -99,9 +99,10 @@ TABLE3: tuple[dict[str, object], ...] = (
         "builder": "optimal",
     },
 )
-"""Table 3 as printed (the "O(T log 2 T)" of FFT is ambiguous, notes §7.12). FFT is our
-reading (:class:`FFTFactorization`); ME is :func:`optimal_factorization` (one
-participation) or :func:`optimal_multi_participation_factorization`."""
+"""Table 3 as printed (the "O(T log 2 T)" of FFT is ambiguous,
+docs/notes/choquettechoo2023.md §7 item 12). FFT is our reading
+(:class:`FFTFactorization`); ME is :func:`optimal_factorization` (one participation) or
+:func:`optimal_multi_participation_factorization`."""
 
 
 def _sensitivity_sq(
