@@ -106,7 +106,7 @@ def test_kind_is_registered():
     kind = get_kind("lev_table2")
     kind.check_keys("t", {"dataset", "epsilon", "T"})
     with pytest.raises(ValueError, match="epsilon"):
-        kind.check_cell({"dataset": "lev_solar", "epsilon": [0.65, -1.0]})
+        kind.validate_cell({"dataset": "lev_solar", "epsilon": [0.65, -1.0]})
 
 
 # ---------------------------------------------------------------- real data vs paper

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,12 +38,21 @@ from dpreg.data.preprocess import preprocess_lev2026
 from dpreg.data.synthetic import LEV_CLIPPING_VARIANTS, LevClippingMLPDGP
 from dpreg.estimators import get_estimator
 from dpreg.experiments.budgets import budget_columns
+from dpreg.experiments.params import (
+    KindParams,
+    at_least,
+    nonnegative,
+    open_interval,
+    param,
+    positive_finite,
+)
 from dpreg.experiments.regression import aggregate_trials, study_delta
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.budgets import ApproxDP
 
 __all__ = [
     "CLIPPING",
+    "ClippingParams",
     "DEFAULT_ESTIMATORS",
     "DEFAULT_HYPER",
     "N_ROWS",
@@ -99,33 +109,51 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _hyper(cell: Mapping[str, Any], estimator: str) -> dict[str, Any]:
-    given = cell.get("hyper") or {}
+@dataclass(frozen=True)
+class ClippingParams(KindParams):
+    """Cell keys of the ``lev_clipping`` kind (Figure 7, App. L)."""
+
+    kind = "lev_clipping"
+    epsilon: float | list[float] = param(
+        doc="the epsilon(s); delta = 1/n_train^2", check=positive_finite
+    )
+    estimator: str | list[str] = param(
+        list(DEFAULT_ESTIMATORS), doc="estimator registry name(s); every (estimator, epsilon) pair"
+    )
+    n_rows: int = param(
+        N_ROWS, doc="rows generated before the split (2^18 in App. L)", check=at_least(10)
+    )
+    data_seed: int = param(0, doc="seed of the latents, noise and split", check=nonnegative)
+    net_seed: int = param(0, doc="seed of the network and theta_0", check=nonnegative)
+    train_fraction: float = param(
+        0.8, doc="share of the rows used for training", check=open_interval(0, 1)
+    )
+    generator: dict = param(
+        {},
+        doc="keyword arguments of `LevClippingMLPDGP.draw` (`variant: code` (default) or `paper`)",
+    )
+    hyper: dict = param(
+        {},
+        doc="estimator name -> hyperparameters; an estimator not named gets `DEFAULT_HYPER`",
+    )
+
+
+def _hyper(P: ClippingParams, estimator: str) -> dict[str, Any]:
+    given = P.hyper or {}
     return dict(given[estimator]) if estimator in given else dict(DEFAULT_HYPER.get(estimator, {}))
 
 
 def check_clipping_cell(cell: Mapping[str, Any]) -> None:
-    """Validate one ``lev_clipping`` cell before any job runs."""
-    for name in _as_list(cell.get("estimator", list(DEFAULT_ESTIMATORS))):
+    """Check the cross-key rules of a ``lev_clipping`` cell (after its typed spec)."""
+    P = ClippingParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    for name in _as_list(P.estimator):
         get_estimator(name)
-    for eps in _as_list(cell["epsilon"]):
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < math.inf:
-            raise ValueError(f"epsilon must be positive and finite; got {eps!r}")
-    n_rows = cell.get("n_rows", N_ROWS)
-    if isinstance(n_rows, bool) or not isinstance(n_rows, int) or n_rows < 10:
-        raise ValueError(f"n_rows must be an integer >= 10; got {n_rows!r}")
-    for key in ("data_seed", "net_seed"):
-        v = cell.get(key, 0)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"{key} must be a non-negative integer; got {v!r}")
-    generator = cell.get("generator") or {}
-    if not isinstance(generator, Mapping):
-        raise ValueError("generator must map LevClippingMLPDGP.draw arguments to values")
-    if generator.get("variant", "code") not in LEV_CLIPPING_VARIANTS:
-        raise ValueError(f"generator.variant must be one of {sorted(LEV_CLIPPING_VARIANTS)}")
-    hyper = cell.get("hyper") or {}
-    if not isinstance(hyper, Mapping) or not all(isinstance(v, Mapping) for v in hyper.values()):
-        raise ValueError("hyper must map estimator names to their hyperparameters")
+    if P.generator.get("variant", "code") not in LEV_CLIPPING_VARIANTS:
+        raise ValueError(
+            f"lev_clipping: generator.variant must be one of {sorted(LEV_CLIPPING_VARIANTS)}"
+        )
+    if not all(isinstance(v, Mapping) for v in P.hyper.values()):
+        raise ValueError("lev_clipping: hyper must map estimator names to their hyperparameters")
 
 
 def run_clipping_cell(
@@ -137,12 +165,13 @@ def run_clipping_cell(
     ``default_rng([seed, j])``. One row per (pair, trial).
     """
     del data
+    P = ClippingParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
     train, _, _ = clipping_data(
-        int(cell.get("n_rows", N_ROWS)),
-        data_seed=int(cell.get("data_seed", 0)),
-        net_seed=int(cell.get("net_seed", 0)),
-        train_fraction=float(cell.get("train_fraction", 0.8)),
-        generator=cell.get("generator"),
+        int(P.n_rows),
+        data_seed=int(P.data_seed),
+        net_seed=int(P.net_seed),
+        train_fraction=float(P.train_fraction),
+        generator=P.generator,
     )
     X, y = train.X, train.y
     n = X.shape[0]
@@ -150,10 +179,9 @@ def run_clipping_cell(
     theta_ols = np.linalg.lstsq(X, y, rcond=None)[0]
     resid_ols = y - X @ theta_ols
     mse_ols = float(resid_ols @ resid_ols) / n
-    T = int(_hyper(cell, "ihm").get("T", 3))
-    clip = float(_hyper(cell, "ihm").get("clip", 1.0))
-    estimators = _as_list(cell.get("estimator", list(DEFAULT_ESTIMATORS)))
-    pairs = [(e, float(eps)) for e in estimators for eps in _as_list(cell["epsilon"])]
+    T = int(_hyper(P, "ihm").get("T", 3))
+    clip = float(_hyper(P, "ihm").get("clip", 1.0))
+    pairs = [(e, float(eps)) for e in _as_list(P.estimator) for eps in _as_list(P.epsilon)]
     frames = []
     for stream, (estimator, epsilon) in enumerate(pairs):
         rng = np.random.default_rng([seed, stream])
@@ -165,7 +193,7 @@ def run_clipping_cell(
             trials=trials,
             bound_X=1.0,
             bound_y=1.0,
-            **_hyper(cell, estimator),
+            **_hyper(P, estimator),
         )
         residuals = y[None, :] - fit.theta @ X.T
         mse = np.einsum("ij,ij->i", residuals, residuals) / n
@@ -181,7 +209,7 @@ def run_clipping_cell(
                 "excess_mse": mse - mse_ols,
                 # the hyperparameters this row's estimator was actually called with
                 "hyper": json.dumps(
-                    {**_hyper(cell, estimator), "bound_X": 1.0, "bound_y": 1.0},
+                    {**_hyper(P, estimator), "bound_X": 1.0, "bound_y": 1.0},
                     sort_keys=True,
                     default=str,
                 ),
@@ -265,17 +293,6 @@ CLIPPING = StudyKind(
     run=run_clipping_cell,
     summarise=summarise_clipping,
     figure=figure_clipping,
-    required=frozenset({"epsilon"}),
-    optional=frozenset(
-        {
-            "estimator",
-            "n_rows",
-            "data_seed",
-            "net_seed",
-            "train_fraction",
-            "generator",
-            "hyper",
-        }
-    ),
+    params=ClippingParams,
     check_cell=check_clipping_cell,
 )

@@ -42,6 +42,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -52,6 +53,13 @@ from dpreg.data.datasets import Dataset
 from dpreg.data.lev2026 import LEV2026_DATASETS
 from dpreg.estimators.ihm import ihm_gamma, ihm_sketch_size
 from dpreg.estimators.sketch import default_sketch_size, linear_mixing_gamma
+from dpreg.experiments.params import (
+    KindParams,
+    param,
+    positive,
+    positive_finite,
+    positive_integer,
+)
 from dpreg.experiments.study_kind import StudyKind
 
 __all__ = [
@@ -59,7 +67,7 @@ __all__ = [
     "KAPPA_DENOMINATOR",
     "PAPER_COLUMNS",
     "TABLE2",
-    "check_table2_cell",
+    "Table2Params",
     "dataset_quantities",
     "gamma_assp",
     "gamma_hess",
@@ -221,16 +229,20 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def check_table2_cell(cell: Mapping[str, Any]) -> None:
-    """Validate one ``lev_table2`` cell before any job runs."""
-    for eps in _as_list(cell["epsilon"]):
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < math.inf:
-            raise ValueError(f"epsilon must be positive and finite; got {eps!r}")
-    T = cell.get("T", 3)
-    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
-        raise ValueError(f"T must be an integer >= 1; got {T!r}")
-    if float(cell.get("C_Y", 1.0)) <= 0:
-        raise ValueError("C_Y must be positive")
+@dataclass(frozen=True)
+class Table2Params(KindParams):
+    """Cell keys of the ``lev_table2`` kind (Table 2's per-dataset quantities)."""
+
+    kind = "lev_table2"
+    dataset: str = param(doc="a dataset declared under `datasets` (prepared, bounded rows)")
+    epsilon: float | list[float] = param(
+        doc="the epsilon(s) at which the privacy quantities are evaluated (delta = 1/n^2)",
+        check=positive_finite,
+    )
+    T: int = param(
+        3, doc="IHM's iteration count T in its mixing level gamma", check=positive_integer
+    )
+    C_Y: float = param(1.0, doc="the public response bound C_Y of Table 1", check=positive)
 
 
 def run_table2_cell(
@@ -242,14 +254,13 @@ def run_table2_cell(
     """
     if data is None:
         raise ValueError("a lev_table2 cell needs a dataset")
+    P = Table2Params.from_cell({k: v for k, v in cell.items() if k != "conversion"})
     q = dataset_quantities(data.X, data.y)
-    T = int(cell.get("T", 3))
-    C_Y = float(cell.get("C_Y", 1.0))
-    per_eps = [
-        privacy_quantities(q, epsilon=float(e), T=T, C_Y=C_Y) for e in _as_list(cell["epsilon"])
-    ]
+    T = int(P.T)
+    C_Y = float(P.C_Y)
+    per_eps = [privacy_quantities(q, epsilon=float(e), T=T, C_Y=C_Y) for e in _as_list(P.epsilon)]
     rows = [
-        {"trial": t, "seed": seed, "dataset": cell["dataset"], **q, **p}
+        {"trial": t, "seed": seed, "dataset": P.dataset, **q, **p}
         for t in range(first_trial, first_trial + trials)
         for p in per_eps
     ]
@@ -335,7 +346,5 @@ TABLE2 = StudyKind(
     run=run_table2_cell,
     summarise=summarise_table2,
     figure=figure_table2,
-    required=frozenset({"dataset", "epsilon"}),
-    optional=frozenset({"T", "C_Y"}),
-    check_cell=check_table2_cell,
+    params=Table2Params,
 )

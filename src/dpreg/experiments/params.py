@@ -44,6 +44,7 @@ __all__ = [
     "open_interval",
     "param",
     "positive",
+    "positive_finite",
     "positive_integer",
 ]
 
@@ -70,6 +71,14 @@ def positive(value: Any) -> str | None:
 
 
 positive.text = "> 0"  # type: ignore[attr-defined]
+
+
+def positive_finite(value: Any) -> str | None:
+    """Check: a finite number > 0."""
+    return None if 0 < value < math.inf else "must be > 0 and finite"
+
+
+positive_finite.text = "> 0, finite"  # type: ignore[attr-defined]
 
 
 def nonnegative(value: Any) -> str | None:
