@@ -138,7 +138,8 @@ def test_isotropic_privacy_error_and_crossover():
     assert th.isotropic_privacy_mse(n_star, p, T=T, clip=gamma, rho=rho, step=eta) == pytest.approx(
         p / n_star, rel=1e-12
     )
-    # notes section 4.6: about 7.4e5 at gamma = 5 sqrt(100), T = 20, eta = 1/5, rho = 0.015
+    # docs/notes/brown2024.md §4.6: about 7.4e5 at gamma = 5 sqrt(100), T = 20, eta = 1/5,
+    # rho = 0.015
     assert th.crossover_n(T=20, clip=50.0, rho=0.015, step=0.2, finite_T=False) == pytest.approx(
         7.41e5, rel=0.01
     )
@@ -169,7 +170,8 @@ def test_no_clipping_condition_against_explicit_sums(data):
         eig.min() >= 0.5 and eig.max() <= 2 and np.abs(1 - STEP * eig).max() <= 7 / 8
     )
     assert chk.c0 == max(chk.c0_ii, chk.c0_iii, chk.c0_iv, chk.c0_v)
-    # Lemma 2.6's constant (notes 4.3: n = 1000, T = 10, beta = 0.05 gives about 615)
+    # Lemma 2.6's constant (docs/notes/brown2024.md §4.3: n = 1000, T = 10, beta = 0.05 gives
+    # about 616)
     assert th.lemma26_c0(1000, 10, 0.05) == pytest.approx(616.2, abs=0.5)
     cond = th.lemma25_conditions(
         c0=chk.c0, sigma=1.0, clip=1e9, step=STEP, noise_std=1e-3, n=n, p=p, T=T, beta=0.1

@@ -605,7 +605,7 @@ def fit_dp_gd(
         run spends ``T / accounting_steps`` of the budget. This is how a confidence
         interval built from m runs of T steps, or from one run whose budget covers all
         of its iterations, stays rho-zCDP in total (Brown et al. 2024, §3 and
-        App. B; notes §8 item 3).
+        App. B; docs/notes/brown2024.md §8 item 3).
     kernel : {"rows", "fast"}, default "rows"
         Gradient evaluation, see :func:`dp_gd_path`.
 

@@ -21,12 +21,13 @@ Study kinds (see :mod:`dpreg.experiments.kinds`; figures in :mod:`dpreg.plotting
 
 Data (Section 4; App. B): :math:`\theta^*` uniform on the unit sphere, :math:`\xi_i \sim
 N(\mu_\xi, \sigma^2)` with :math:`\mu_\xi = 0` (the paper; the authors' scripts use 1,
-notes §5.0 -- option ``noise_mean``), :math:`x_i \sim N(0, I)` (``design: isotropic``) or
-:math:`N(0, U\Lambda U^\top)` with :math:`\Lambda = \mathrm{diag}(2, 1, u_3, \dots, u_p)`,
-:math:`u_i \sim U[1, 2]` and :math:`U` Haar on SO(p), drawn per data set
-(``design: anisotropic``). DP-GD (:func:`~dpreg.estimators.dpgd.fit_dp_gd`) uses
-:math:`\theta_0 = 0`, :math:`\gamma = c_\gamma\sqrt p` (``clip_scale``, default 5) and the
-zCDP noise of Lemma 2.1; its rows record the budget in both units.
+docs/notes/brown2024.md §5.0 -- option ``noise_mean``), :math:`x_i \sim N(0, I)`
+(``design: isotropic``) or :math:`N(0, U\Lambda U^\top)` with
+:math:`\Lambda = \mathrm{diag}(2, 1, u_3, \dots, u_p)`, :math:`u_i \sim U[1, 2]` and
+:math:`U` Haar on SO(p), drawn per data set (``design: anisotropic``). DP-GD
+(:func:`~dpreg.estimators.dpgd.fit_dp_gd`) uses :math:`\theta_0 = 0`,
+:math:`\gamma = c_\gamma\sqrt p` (``clip_scale``, default 5) and the zCDP noise of Lemma 2.1;
+its rows record the budget in both units.
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ def run_error_vs_dim(
     ``n_per_p = 100``. AdaSSP runs at the :math:`(\varepsilon, \delta)` of Claim A.6
     (:math:`\varepsilon = \rho + 2\sqrt{\rho\log(1/\delta)}`, 1.712 at rho = 0.05)
     with data bounds read off the data non-privately (the authors' choice, which favours
-    AdaSSP; notes §8 item 12) and ``failure_prob = 0.05``.
+    AdaSSP; docs/notes/brown2024.md §8 item 12) and ``failure_prob = 0.05``.
     """
     del data
     cell = {"rho": 0.05, "T": 10, "step": 0.25, **cell}
@@ -543,8 +544,8 @@ def run_ci(
     r"""Figs. 5/6, 10/11: ``trials`` replicate CI constructions at N = ``total_steps``.
 
     One data set (``data_seed``; the target :math:`\hat\theta` is its empirical
-    minimiser, notes §5.1). The budget ``rho`` covers all N noisy steps of a
-    construction. Checkpoints and batched means are computed from the same single runs
+    minimiser, docs/notes/brown2024.md §5.1). The budget ``rho`` covers all N noisy steps
+    of a construction. Checkpoints and batched means are computed from the same single runs
     (trial k draws its noise from ``default_rng([seed, 2, k, 0])``); independent runs
     use m runs of N/m steps (run r of trial k: ``default_rng([seed, 3, k, r])``) and are
     skipped when ``N/m <= burn_in`` (App. B). Streams are keyed by the global trial

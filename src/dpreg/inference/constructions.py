@@ -4,7 +4,7 @@ Every builder maps iterates to m estimates :math:`\theta^{(1)},\dots,\theta^{(m)
 :func:`~dpreg.inference.intervals.t_interval` turns into eq. (12). Paths hold
 :math:`\theta_0,\dots,\theta_N` (index t is iterate t, :math:`\theta_0` the initial
 point); the burn-in discards :math:`\theta_1,\dots,\theta_b` (and :math:`\theta_0` is never
-an estimate). Indexing choices the paper leaves open (notes §8 items 6-7):
+an estimate). Indexing choices the paper leaves open (docs/notes/brown2024.md §8 items 6-7):
 
 * **independent runs** -- m runs of :math:`T` steps each; the estimate of a run is its
   final iterate :math:`\theta_T` (``run_estimate="final"``, Theorem 3.1) or the mean of its

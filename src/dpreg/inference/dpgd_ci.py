@@ -8,10 +8,10 @@ rho-zCDP, build m estimates by independent runs, checkpoints or batched means
 :math:`\hat\theta_{\gamma,j}` of the Huber objective that clipping optimises otherwise
 (§1.3, §2.5). They use only released iterates, so they cost no extra budget.
 
-*Budget.* The privacy budget covers every noisy step of the construction (notes §8 item
-3): m runs of :math:`T = \lfloor N/m\rfloor` steps or one run of N steps, with
-:math:`\lambda^2 = 2N\gamma^2/(\rho n^2)` (Lemma 2.1 with T replaced by the total N).
-Giving each of m independent runs the full rho would spend m rho.
+*Budget.* The privacy budget covers every noisy step of the construction
+(docs/notes/brown2024.md §8 item 3): m runs of :math:`T = \lfloor N/m\rfloor` steps or one
+run of N steps, with :math:`\lambda^2 = 2N\gamma^2/(\rho n^2)` (Lemma 2.1 with T replaced by
+the total N). Giving each of m independent runs the full rho would spend m rho.
 """
 
 from __future__ import annotations

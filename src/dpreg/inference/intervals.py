@@ -9,8 +9,8 @@ Given estimates :math:`\theta^{(1)},\dots,\theta^{(m)}` the per-coordinate inter
 
 "as if the iterates came from a Gaussian distribution with unknown mean and variance".
 The paper writes :math:`t_{\alpha/2,m-1}` for "the α-th percentile"; read literally that
-quantile is negative, so the upper quantile :math:`t_{1-\alpha/2,m-1}` is meant (notes
-§8 item 9).
+quantile is negative, so the upper quantile :math:`t_{1-\alpha/2,m-1}` is meant
+(docs/notes/brown2024.md §8 item 9).
 """
 
 from __future__ import annotations

@@ -257,8 +257,8 @@ def crossover_n(
 
         n^* = \frac{2T\gamma^2\eta\,(1 - (1-\eta)^{2T})}{(2 - \eta)\rho\sigma^2},
 
-    and :math:`2T\gamma^2\eta/((2-\eta)\rho\sigma^2)` with ``finite_T=False`` (notes
-    §4.6; derived from Lemma 2.3, not stated in the paper). With
+    and :math:`2T\gamma^2\eta/((2-\eta)\rho\sigma^2)` with ``finite_T=False``
+    (docs/notes/brown2024.md §4.6; derived from Lemma 2.3, not stated in the paper). With
     :math:`\gamma = c\sqrt p` it grows linearly in p: privacy is "for free" once
     :math:`n \gg n^*` (Section 4.1, Figures 2 and 8).
     """
@@ -444,7 +444,8 @@ def huber_target(
 
     Noise-free clipped gradient descent is gradient descent on :func:`huber_objective`
     (Section 2.5; Song et al. 2020), so under clipping DP-GD fluctuates around
-    :math:`\hat\theta_\gamma` rather than the OLS :math:`\hat\theta` (notes §8 item 14).
+    :math:`\hat\theta_\gamma` rather than the OLS :math:`\hat\theta`
+    (docs/notes/brown2024.md §8 item 14).
     Solved by damped semismooth Newton (the objective is convex, piecewise quadratic,
     with generalised Hessian :math:`\frac1n\sum_{|r_i|\le B_i} x_i x_i^\top`), started at
     OLS; ``clip = inf`` returns OLS.
