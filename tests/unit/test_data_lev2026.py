@@ -1,8 +1,8 @@
 """The 33 datasets of Lev et al. (2026) (IHM), prepared as in the authors' code.
 
 Reference values: Table 2 of Lev, Shenfeld, Srinivasan, Ligett and Wilson, "Near-Optimal
-Private Linear Regression via Iterative Hessian Mixing" (2026), as transcribed in the
-reading notes ``shared/notes/lev2026-ihm.md`` §5.2 (columns n, d and
+Private Linear Regression via Iterative Hessian Mixing" (2026), as transcribed in
+docs/notes/lev2026.md §5.2 (columns n, d and
 ``L(theta*)/n``, kept as the printed strings so their rounding is known).
 """
 
@@ -25,7 +25,7 @@ from dpreg.data.lev2026 import (
 )
 from dpreg.data.pipeline import prepare_dataset
 
-# Table 2 (notes §5.2): registry name -> (n, d, "L/n" as printed).
+# Table 2 (docs/notes/lev2026.md §5.2): registry name -> (n, d, "L/n" as printed).
 TABLE2: dict[str, tuple[int, int, str]] = {
     "lev_3droad": (391386, 3, "0.026"),
     "lev_airfoil": (1202, 5, "0.048"),
@@ -80,7 +80,8 @@ def _load(name, fetcher, draw=0, **kw):
 
 
 def _ols_loss_per_n(ds) -> float:
-    theta, *_ = np.linalg.lstsq(ds.X, ds.y, rcond=None)  # minimum-norm theta* (notes §5.2)
+    # minimum-norm theta* (docs/notes/lev2026.md §5.2)
+    theta, *_ = np.linalg.lstsq(ds.X, ds.y, rcond=None)
     return float(np.sum((ds.y - ds.X @ theta) ** 2) / ds.n)
 
 
@@ -203,14 +204,15 @@ def test_permutation_reproducible_with_seed(fetcher):
 
 
 def test_energy_deviation(fetcher):
-    """Notes §8 item 14: the code keeps the other target (heating load) as a feature."""
+    """docs/notes/lev2026.md §8 item 14: the code keeps the heating load as a feature."""
     ours = _load("lev_energy", fetcher)
     code = _load("lev_energy", fetcher, keep_heating_load=True)
     assert ours.d == 8 == TABLE2["lev_energy"][1]
     assert code.d == 9 and code.feature_names[-1] == "Y1_heating_load"
     assert ours.n == code.n == 614
     # With the heating load as a feature the OLS fit is far better than Table 2's 0.005
-    # (notes: 0.0017); without it, L/n is close to the printed 0.005.
+    # (docs/notes/lev2026.md §8 item 14: 0.0017); without it, L/n is close to the
+    # printed 0.005.
     assert _ols_loss_per_n(code) < 0.0025
     assert 0.0035 < _ols_loss_per_n(ours) < 0.0065
 
@@ -225,12 +227,12 @@ def _rounding(printed: str) -> float:
 
 # BreastCancer: Table 2 prints 0.046, but over 200 seeds our L/n lies in [0.032, 0.043]
 # (||Y||^2/n in [0.195, 0.243] vs 0.233, so y matches): a mismatch we cannot attribute
-# from the notes; n and d match. Reported, not asserted.
+# from the paper or docs/notes/lev2026.md; n and d match. Reported, not asserted.
 KNOWN_MISMATCH = {"lev_breastcancer"}
 
 
 def test_ols_loss_against_table2(fetcher, capsys):
-    """Compare L(theta*)/n with Table 2 (notes §7: "match within split noise").
+    """Compare L(theta*)/n with Table 2 (docs/notes/lev2026.md §7: within split noise).
 
     The paper's split is unknown (a random mask column; an unseeded-in-effect global
     permutation), so the reference must lie in the envelope of our values over 10

@@ -50,7 +50,7 @@ def test_sketch_size_and_tau():
     # k = int(6 max{d, log(4T/rho)}) with rho = delta/10 (Sec. 5; code truncation).
     assert ihm_sketch_size(9, 3, 1e-7) == int(6 * math.log(12 / 1e-7)) == 111
     assert ihm_sketch_size(40, 3, 1e-7) == 240
-    n = 13500  # Pol (notes Sec. 7): k_IHM = 156 with delta = 1/n^2
+    n = 13500  # Pol (docs/notes/lev2026.md §7): k_IHM = 156 with delta = 1/n^2
     assert ihm_sketch_size(26, 3, 1 / n**2 / 10) == 156
     assert ihm_tau(1e-6, 1e-7) == pytest.approx(math.sqrt(2 * math.log(4e7)))
     assert ihm_tau(1e-6, 0.5) == pytest.approx(math.sqrt(2 * math.log(4e6)))
@@ -104,8 +104,9 @@ def test_reference_values_eps1_delta1e6_d9_T3():
 
 def test_mixing_rdp_reproduces_the_notes_code_values():
     # With the code's classic eigenvalue term sqrt(2 log(1.25/delta')) sqrt(k) / gamma
-    # (eq. 42), our eq. (39) reproduces the notes' Sec. 7 values: Pol gamma ~ 546.5
-    # (n=13500, k=156) and Concrete Slump gamma ~ 260.8 (k=83, which needs n=93), eps=0.631.
+    # (eq. 42), our eq. (39) reproduces the values of docs/notes/lev2026.md §7: Pol
+    # gamma ~ 546.5 (n=13500, k=156) and Concrete Slump gamma ~ 260.8 (k=83, which needs
+    # n=93), eps=0.631.
     def gamma_code(n, k):
         dq = 1 / n**2 / 4
 

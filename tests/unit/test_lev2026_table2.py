@@ -1,6 +1,6 @@
 """Study kind ``lev_table2``: Lev et al. (2026) Table 2 computed and set beside the paper.
 
-Paper values: ``data/lev2026_table2_paper.csv`` (notes ``lev2026-ihm.md`` §5.2). The
+Paper values: ``data/lev2026_table2_paper.csv`` (docs/notes/lev2026.md §5.2). The
 authors drew one random split (mask column or permutation) per dataset, so a value that
 depends on the split is checked *within split noise*: the printed value must lie in the
 range of ours over the 10 provided mask columns (mask datasets) or 10 permutation seeds,
@@ -140,8 +140,9 @@ def test_one_mask_column_reproduces_lambda_min(name, draws):
 def test_kappa_indicator_below_one(table):
     for eps in ("0.65", "0.75"):
         assert (table[f"kappa_indicator_eps{eps}"] < 1.0).all()
-    # At the caption's epsilon it is near the printed column (notes §5.2: it matches
-    # eps 0.63-0.65); lambda_max and lambda_min move with the split (Concrete: +6%).
+    # At the caption's epsilon it is near the printed column (docs/notes/lev2026.md §5.2:
+    # it matches eps 0.63-0.65); lambda_max and lambda_min move with the split
+    # (Concrete: +6%).
     assert (table["kappa_indicator_eps0.65_rel_diff"].abs() < 0.10).all()
 
 

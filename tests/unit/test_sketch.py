@@ -85,7 +85,8 @@ def test_linear_mixing_gamma_against_independent_accounting(epsilon, k, n):
 
 
 def test_code_scaling_reference_values_from_notes():
-    """Notes §7: gamma_LinMix (code units) ~ 216.2 on Pol, ~ 96.6 on Concrete Slump."""
+    """docs/notes/lev2026.md §7: gamma_LinMix (code units) ~ 216.2 on Pol, ~ 96.6 on
+    Concrete Slump."""
     for eps, k, n, ref in [(0.631, 65, 13500, 216.2), (0.631, 30, 92, 96.6)]:
         g = linear_mixing_gamma(eps, k, 1.0 / n**2, eig_sensitivity=0.5)
         assert 2 * g == pytest.approx(ref, rel=3e-3)
@@ -105,7 +106,7 @@ def test_sheffet_gamma_against_independent_accounting():
 
 
 def test_default_sketch_size_matches_code_rule():
-    # Pol: d = 26, delta = 1/13500^2, varrho = delta / 10 -> k = 65 (notes §7)
+    # Pol: d = 26, delta = 1/13500^2, varrho = delta / 10 -> k = 65 (docs/notes/lev2026.md §7)
     assert default_sketch_size(26, 1.0 / 13500**2 / 10) == 65
     assert default_sketch_size(7, 1.0 / 92**2 / 10) == 30
 

@@ -1,7 +1,7 @@
 """The 33 datasets of Lev et al. (2026), "Iterative Hessian Mixing", prepared as the authors do.
 
 Every loader is registered as ``lev_<name>`` (e.g. ``lev_pol``, ``lev_crime``) and returns
-the **training rows** after the authors' pipeline (reading notes ``lev2026-ihm.md`` §5.1,
+the **training rows** after the authors' pipeline (docs/notes/lev2026.md §5.1,
 §8 items 8-10 and 14; authors' code ``omrilev1/HessianMix`` at ``3765136``):
 
 * **Mask datasets** (20; :data:`MASK_DATASETS`): the provided ``<name>_mask.txt`` (the
@@ -37,7 +37,8 @@ BreastCancer ``X = cols [0, 1] + [3 .. end-1]`` / ``y = col 2``, Wine drop dupli
 Gas ``drop_duplicates().dropna()``; the CSV files read with pandas' default header
 (Gas, TamiElectric) lose their first data row as the code does. Energy: the file holds
 both targets; by default the other target (heating load, column 8) is dropped so that
-d = 8 as in Table 2 (notes §8 item 14); ``keep_heating_load=True`` gives the code's d = 9.
+d = 8 as in Table 2 (docs/notes/lev2026.md §8 item 14); ``keep_heating_load=True`` gives
+the code's d = 9.
 
 3droad, Buzz and Slice have no offline copy (their ``uci/<name>/data`` manifest entries
 are unpinned); their loaders fetch them like any other file (so only with downloads

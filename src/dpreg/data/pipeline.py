@@ -54,7 +54,7 @@ def prepare_dataset(
         for ``lev2026``: the
         training rows, z-scored with training statistics for uci_datasets sets, then
         scaled to max row norm 1 and max abs(y) 1 with data-derived factors, as the
-        authors' code does; Lev et al. 2026, Section 5, notes §5.1).
+        authors' code does; Lev et al. 2026, Section 5, docs/notes/lev2026.md §5.1).
     metadata : dict
         JSON-able: n, d, sources and sha256, preprocessing, and held-out rows.
     """

@@ -4,7 +4,7 @@ Every function takes a :class:`~dpreg.data.Dataset` and returns a new one with t
 step appended to ``Dataset.preprocessing``. Statistics are computed on the **training
 rows** (``train_mask``; all rows when it is ``None``) and applied to all rows, so a
 pipeline is ``zscore -> scale_by_data_derived_bounds -> split_by_mask``, as in the
-Iterative Hessian Mixing code (lev2026 notes, section 5.1):
+Iterative Hessian Mixing code (docs/notes/lev2026.md §5.1):
 
 1. split by a predefined test mask (or an 80/20 permutation, dataset-specific);
 2. z-score the features with the training mean and standard deviation (``ddof=0``;

@@ -357,7 +357,7 @@ class IVLinearDGP(SyntheticDGP):
 
 #: Presets of :class:`LevClippingMLPDGP`: the authors' notebook and the paper's text.
 LEV_CLIPPING_VARIANTS: dict[str, dict[str, Any]] = {
-    # Clipping_Test_IHM.ipynb (lev2026 notes §5.3, §8 item 18)
+    # Clipping_Test_IHM.ipynb (docs/notes/lev2026.md §5.3, §8 item 18)
     "code": {"n_layers": 3, "latent": "lognormal", "noise_std": 0.2},
     # Lev et al. (2026), App. L: "two-layer MLP", Gaussian latents, sigma = 0.1
     "paper": {"n_layers": 2, "latent": "gaussian", "noise_std": 0.1},

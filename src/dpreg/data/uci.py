@@ -3,7 +3,7 @@
 File layout (commit ``f073752``): ``uci_datasets/<name>/data.csv.gz`` has no header and
 the target in the last column; ``uci_datasets/<name>/test_mask.csv.gz`` has no header and
 10 columns of 0/1 test masks (one per predefined split, ``1`` = test row). Used by the
-Iterative Hessian Mixing experiments (lev2026 notes, section 5.1) for the mask datasets.
+Iterative Hessian Mixing experiments (docs/notes/lev2026.md §5.1) for the mask datasets.
 """
 
 from __future__ import annotations

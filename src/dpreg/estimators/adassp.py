@@ -293,9 +293,10 @@ def fit_adassp(
         Downward shift of the noisy eigenvalue in line 3: ``"paper"`` subtracts
         :math:`\sigma_1\sqrt{2\log(6/\delta)}` (Algorithm 6, with the AGM
         :math:`\sigma_1` in place of the printed prefactor when ``mechanism="analytic"``);
-        ``"code"`` subtracts :math:`\sigma_1^2` (the authors' released code; notes §8
-        item 7). The code's shift scales as :math:`C_X^4`, not :math:`C_X^2`, so it is
-        only meaningful for data normalised to ``bound_X = 1`` (as the authors' are).
+        ``"code"`` subtracts :math:`\sigma_1^2` (the authors' released code;
+        docs/notes/lev2026.md §8 item 7). The code's shift scales as :math:`C_X^4`, not
+        :math:`C_X^2`, so it is only meaningful for data normalised to ``bound_X = 1`` (as
+        the authors' are).
 
     Returns
     -------

@@ -93,7 +93,8 @@ def clipped_mean_gradient(
         Alg. 7). Since :math:`\|g_i\| = \|x_i\|\,|r_i|` this is computed as a rescaling
         of the residual :math:`r_i` -- no (n, d, trials) tensor is formed.
         ``"residual"``: clip each residual to :math:`[-C, C]`,
-        :math:`-x_i\,\mathrm{clip}_C(r_i)` (Lev et al.'s released code, notes §8 item 20).
+        :math:`-x_i\,\mathrm{clip}_C(r_i)` (Lev et al.'s released code,
+        docs/notes/lev2026.md §8 item 20).
     row_norms : ndarray, shape (n,), optional
         Precomputed :math:`\|x_i\|_2` (used by ``"gradient"``).
 
@@ -433,7 +434,7 @@ def dp_gd_path(
     Lev et al. (2026), Algorithm 7 (:math:`\hat\theta_{t+1} = \hat\theta_t +
     b(Z_t - \bar G_t)`, :math:`Z_t\sim N(0,\sigma^2 I)`; the
     :math:`\hat\theta_{t-1}` inside :math:`\bar G_t` is read as :math:`\hat\theta_t`,
-    notes §2.9).
+    docs/notes/lev2026.md §2.9).
 
     Parameters
     ----------
@@ -587,12 +588,14 @@ def fit_dp_gd(
         zero-out relation, under which eq. (157) is 4 times too large in variance).
     conversion : {"simple", "tight"}, default "simple"
         zCDP -> (epsilon, delta) conversion for ``ApproxDP`` budgets: ``"simple"`` is
-        Bun & Steinke (2016), Prop. 1.3, as in eq. (157) (notes §3.3); ``"tight"`` is
-        Canonne, Kamath & Steinke (2020), Cor. 13 (less noise, same guarantee).
+        Bun & Steinke (2016), Prop. 1.3, as in eq. (157) (docs/notes/lev2026.md §3.3);
+        ``"tight"`` is Canonne, Kamath & Steinke (2020), Cor. 13 (less noise, same
+        guarantee).
     clip_mode : {"gradient", "residual"}, default "gradient"
         Per-example gradient-norm clipping as in Algorithm 7 / Brown et al. (default),
-        or entrywise residual clipping as in Lev et al.'s released code (notes §8 item
-        20); with ``bound_X = 1`` both have the same sensitivity.
+        or entrywise residual clipping as in Lev et al.'s released code
+        (docs/notes/lev2026.md §8 item 20); with ``bound_X = 1`` both have the same
+        sensitivity.
     theta0 : array_like, shape (d,), optional
         Initial point; default zero (both papers).
     return_path : bool, default False

@@ -241,7 +241,8 @@ def direct_sketch(
     :math:`S \sim \mathcal N(0, I_{k\times n})` is drawn in column blocks :math:`S_{:,J}`
     matched to row blocks :math:`A_J` of at most ``block_elements / k`` rows, and
     :math:`SA = \sum_J S_{:,J} A_J` is accumulated, so memory stays bounded for any
-    ``n`` (Lev et al. 2026, Algorithm 1, line 5; notes §5.1 memory note). Then
+    ``n`` (Lev et al. 2026, Algorithm 1, line 5; docs/notes/lev2026.md §5.1, memory
+    note). Then
     :math:`\xi \sim \mathcal N(0, I_{k\times p})` is drawn. Cost :math:`O(k n p)`.
 
     Parameters

@@ -72,7 +72,7 @@ def ihm_sketch_size(d: int, T: int, failure_prob: float) -> int:
     r"""Default sketch size :math:`k = \lfloor 6\max\{d, \log(4T/\varrho)\}\rfloor`.
 
     Lev et al. (2026), §5 (the factor 6 is Pilanci & Wainwright's rule of thumb); the
-    authors' code truncates with ``int()`` (notes §8 item 1; App. H's
+    authors' code truncates with ``int()`` (docs/notes/lev2026.md §8 item 1; App. H's
     :math:`\log(2T/\varrho)` is not used). ``int(6 max(a, b)) == max(int(6a), int(6b))``.
     """
     return int(6.0 * max(float(d), math.log(4.0 * T / failure_prob)))
@@ -97,9 +97,9 @@ def ihm_privacy_pieces(
     r"""Certified :math:`(\varepsilon, \delta)` of one IHM run with noise levels ``(gamma, sigma)``.
 
     Basic composition (Lev et al. 2026, App. C.1.1, eq. 41) of three pieces, with the
-    delta split of the notes §8 item 2 (:math:`\delta/4` each for the eigenvalue test,
-    the failure event :math:`\{\tilde\lambda > \lambda_{\min}\}`, the RDP-to-DP
-    conversion of the sketches and that of the gradients):
+    delta split of docs/notes/lev2026.md §8 item 2 (:math:`\delta/4` each for the
+    eigenvalue test, the failure event :math:`\{\tilde\lambda > \lambda_{\min}\}`, the
+    RDP-to-DP conversion of the sketches and that of the gradients):
 
     * **eigenvalue test** (Algorithm 2 with noise :math:`\gamma/\sqrt k`, sensitivity
       :math:`C_X^2 = 1` by Weyl's inequality): the *exact* Gaussian privacy profile
@@ -204,7 +204,7 @@ def ihm_sigma(epsilon: float, delta: float, T: int, clip: float, method: str = "
     ``"rdp"`` (exact): :math:`\sqrt T\,\mathrm{AGM}(\varepsilon/2, \delta/4, C)`, the
     analytic Gaussian mechanism (Balle & Wang 2018, Alg. 1) for the T-fold composition,
     which is one Gaussian mechanism with sensitivity :math:`\sqrt T C` (Lev et al. 2026,
-    App. H; notes §3.1). ``"closed_form"``: Theorem 1,
+    App. H; docs/notes/lev2026.md §3.1). ``"closed_form"``: Theorem 1,
     :math:`\sigma = \sqrt T C / (\sqrt{2\log(4/\delta)}\,
     (-1+\sqrt{1+\varepsilon/(2\log(4/\delta))}))`.
     """

@@ -8,12 +8,13 @@ r"""Gaussian sketch-and-solve estimators: Linear Mixing and Sheffet's sketch.
   (2026), eq. (7) -- :func:`fit_sheffet_sketch`, registry name ``"sheffet_sketch"``.
 
 Both release a Gaussian sketch of the augmented matrix :math:`A = [X, Y]/s`,
-:math:`s = \sqrt{C_X^2 + C_Y^2}`, so that every row has :math:`\|a_i\| \le 1` (notes §8
-items 4--6: normalise, then run Algorithms 2--4 with :math:`C = 1`). The estimate
+:math:`s = \sqrt{C_X^2 + C_Y^2}`, so that every row has :math:`\|a_i\| \le 1`
+(docs/notes/lev2026.md §8 items 4--6: normalise, then run Algorithms 2--4 with
+:math:`C = 1`). The estimate
 :math:`\hat\theta = (\widetilde X^\top\widetilde X)^{-1}\widetilde X^\top\widetilde Y`
 is invariant to the common scale :math:`s`, so it is returned in the original units.
 
-**Privacy accounting** (Lev et al. 2026, §3 of the notes):
+**Privacy accounting** (Lev et al. 2026; docs/notes/lev2026.md §3):
 
 * Gaussian mixing RDP (Lev et al. 2025, Lemma 1): if :math:`\max\|a_i\|\le1` and
   :math:`\lambda_{\min}(A^\top A)\ge\bar\lambda`, then :math:`SA + \sigma\xi`
@@ -135,7 +136,7 @@ def linear_mixing_gamma(
     \delta)\le\varepsilon`, by bisection in :math:`\log\gamma`.
 
     ``eig_sensitivity`` scales the eigenvalue-test term (see :func:`linear_mixing_epsilon`);
-    the authors' code effectively uses :math:`1/(1+C_Y^2)` (notes §8 item 6).
+    the authors' code effectively uses :math:`1/(1+C_Y^2)` (docs/notes/lev2026.md §8 item 6).
     """
     return smallest_gamma(
         lambda g: linear_mixing_epsilon(g, k, delta, eig_sensitivity=eig_sensitivity),
@@ -311,7 +312,8 @@ def fit_linear_mixing(
         Algorithm 5 (dynamic sketch size) instead of Algorithm 4.
     faithful : {"best", "code"}, default "best"
         ``"best"``: run Algorithms 2--4 on :math:`[X,Y]/\sqrt{C_X^2+C_Y^2}` with
-        :math:`C=1` (notes §8 items 4--6). ``"code"``: the authors' released scaling
+        :math:`C=1` (docs/notes/lev2026.md §8 items 4--6). ``"code"``: the authors'
+        released scaling
         (Algorithm 4 only); see Notes for its :math:`\sqrt 2` privacy gap.
     sampler : {"wishart", "direct"}, default "wishart"
         Exact Gram sampler or explicit :math:`S` (:func:`sketch_gram`).
@@ -353,7 +355,8 @@ def fit_linear_mixing(
         \hat\theta = (\widetilde X^\top\widetilde X)^{-1}\widetilde X^\top\widetilde Y.
 
     This is Algorithm 3 with :math:`C = 1` and noise std :math:`\tilde\eta` (not
-    :math:`\tilde\eta C_X`, notes §8 item 4). *Privacy:* :math:`\lambda_{\min}(A^\top A)`
+    :math:`\tilde\eta C_X`, docs/notes/lev2026.md §8 item 4). *Privacy:*
+    :math:`\lambda_{\min}(A^\top A)`
     has zero-out sensitivity :math:`\max\|a_i\|^2\le1` (Weyl), so the test is the
     Gaussian mechanism charged in the first term of eq. (17) at :math:`\delta/3`;
     :math:`\Pr(\tilde\lambda>\lambda_{\min}) = \Pr(z>\tau)\le\delta/3`; on the
@@ -364,7 +367,8 @@ def fit_linear_mixing(
     *Algorithm 5 (``dynamic_k=True``).* :math:`\tau=\sqrt{8\log\max\{3/\delta,4/\varrho\}}`;
     same :math:`\gamma,\eta,\tilde\lambda`. If :math:`\tilde\lambda\ge\gamma` (in the
     normalised units this *is* :math:`\tilde\lambda\ge\gamma(C_X^2+C_Y^2)` of the raw
-    data, notes §8 item 5) the sketch has no additive noise and size :math:`\tilde k`,
+    data, docs/notes/lev2026.md §8 item 5) the sketch has no additive noise and size
+    :math:`\tilde k`,
     the largest :math:`\tilde k\ge k` with :math:`\tilde\varepsilon(\gamma/\sqrt{\tilde k},
     \tilde\lambda,\tilde k,\delta) < \varepsilon` (line 6, literally: charging the test
     at :math:`\gamma/\sqrt{\tilde k}` is conservative since it ran at
@@ -539,7 +543,8 @@ def fit_sheffet_sketch(
         :math:`\eta^2 = \Theta(\sqrt{k\log(1/\delta)}(1+C_Y^2)/\varepsilon)` scale of
         eq. (7) (raw units). ``"seed"``: :math:`\eta^2 = W_2 = \frac4\varepsilon
         (\sqrt{2k\log(8/\delta)}+\log(8/\delta))` in normalised units, the noise level
-        of the Sheffet implementation in Lev et al.'s GaussMix repository (notes §2.6),
+        of the Sheffet implementation in Lev et al.'s GaussMix repository
+        (docs/notes/lev2026.md §2.6),
         without its threshold test; its epsilon is then certified with the same RDP
         accountant.
 

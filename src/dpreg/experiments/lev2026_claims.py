@@ -2,7 +2,8 @@
 
 Study names are those of ``config/config.yaml`` (``lev_fig1`` ... ``lev_fig6``); absent
 studies give no rows. "Wins" compare mean train MSE; a tie is a difference within
-two combined standard errors. Criteria follow the notes' reproduction checklist (§7):
+two combined standard errors. Criteria follow the reproduction checklist of
+docs/notes/lev2026.md §7:
 
 * Fig. 1-3: IHM best or tied on the majority of datasets at every epsilon.
 * Fig. 1 panels: Pol, LinMix worse than IHM at the largest epsilon; C&C, LinMix <= AdaSSP;

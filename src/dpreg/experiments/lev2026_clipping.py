@@ -1,7 +1,7 @@
 r"""Lev et al. (2026) Figure 7 (App. L): IHM when the residual clip is triggered.
 
-Study kind ``lev_clipping``. Each job generates one synthetic data set (notes
-``lev2026-ihm.md`` §5.3, §8 item 18) with :class:`~dpreg.data.synthetic.LevClippingMLPDGP`
+Study kind ``lev_clipping``. Each job generates one synthetic data set
+(docs/notes/lev2026.md §5.3, §8 item 18) with :class:`~dpreg.data.synthetic.LevClippingMLPDGP`
 (the notebook's generator by default, the paper's text with ``generator: {variant:
 paper}``): network and :math:`\theta_0` from ``default_rng(net_seed)``, the ``n_rows``
 rows (default :math:`2^{18}`) and the 80/20 split from ``default_rng(data_seed)``, then

@@ -2,8 +2,7 @@ r"""Lev et al. (2026) Table 2: per-dataset quantities, computed and set beside t
 
 Study kind ``lev_table2`` (one job per dataset, ``trials: 1``; nothing is random). For
 the prepared training data ``(X, Y)`` (rows of norm at most 1, ``|y| <= 1``, so
-:math:`C_X = C_Y = 1`) the run computes, as in the reading notes ``lev2026-ihm.md``
-§4.7 / §5.2:
+:math:`C_X = C_Y = 1`) the run computes, as in docs/notes/lev2026.md §4.7 and §5.2:
 
 * ``n``, ``d``; :math:`\lambda^X_{\min} = \lambda_{\min}(X^\top X)` (and
   :math:`\lambda^X_{\max}`); :math:`\lambda^{XY}_{\min} = \lambda_{\min}([X\,Y]^\top[X\,Y])`;
@@ -21,14 +20,14 @@ the prepared training data ``(X, Y)`` (rows of norm at most 1, ``|y| <= 1``, so
     :math:`\psi = \max\{0, \gamma_{\rm IHM}-\lambda^X_{\min}\}`, with the numeric IHM
     mixing level :func:`~dpreg.estimators.ihm.ihm_gamma` (T, :math:`k = 6\max\{d,
     \log(4T/\varrho)\}`); Theorem 1's condition holds when it is below 1;
-  - the regime flags of Table 1 / §4.7: :math:`\lambda^X_{\min}\ge\gamma_{\rm ASSP}`,
-    :math:`\lambda^X_{\min}\ge\gamma_{\rm hess}`,
+  - the regime flags of Table 1 / docs/notes/lev2026.md §4.7:
+    :math:`\lambda^X_{\min}\ge\gamma_{\rm ASSP}`, :math:`\lambda^X_{\min}\ge\gamma_{\rm hess}`,
     :math:`\lambda^{XY}_{\min}\ge\gamma_{\rm mix}(1+C_Y^2)`.
 
 The caption of Table 2 says :math:`\varepsilon = 0.65`, but its residual-ratio column
-matches :math:`\varepsilon \approx 0.75` and its kappa column 0.63--0.65 (notes §5.2, §8
-item 13): the study evaluates every listed epsilon and the summary sets each beside the
-single printed value.
+matches :math:`\varepsilon \approx 0.75` and its kappa column 0.63--0.65
+(docs/notes/lev2026.md §5.2, §8 item 13): the study evaluates every listed epsilon and the
+summary sets each beside the single printed value.
 
 The paper's values are read from the package file ``lev2026_table2_paper.csv`` (a
 byte-identical copy of ``data/lev2026_table2_paper.csv``): one header comment line, then
@@ -151,7 +150,7 @@ def gamma_mix(epsilon: float, delta: float, failure_prob: float, d: int) -> floa
 def dataset_quantities(X: np.ndarray, y: np.ndarray) -> dict[str, float]:
     r"""Return the budget-free columns: n, d, eigenvalues, :math:`L(\theta^*)`, norms.
 
-    Eigenvalues by ``eigvalsh`` of the Gram matrices (notes §8 item 22);
+    Eigenvalues by ``eigvalsh`` of the Gram matrices (docs/notes/lev2026.md §8 item 22);
     :math:`\theta^*` is the minimum-norm least-squares solution (``lstsq``).
     """
     X = np.asarray(X, dtype=np.float64)

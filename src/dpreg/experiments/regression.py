@@ -136,7 +136,7 @@ def aggregate_trials(runs: pd.DataFrame, by: list[str], value: str = "mse") -> p
     """Summarise trials: mean, standard deviation, standard error, 95% band, median.
 
     The band is ``mean +/- 1.96 * std / sqrt(trials)`` (the authors' code; the
-    paper prints ``/ trials``, a typo; notes lev2026 §8 item 11).
+    paper prints ``/ trials``, a typo; docs/notes/lev2026.md §8 item 11).
     """
     grouped = runs.groupby(by, sort=True, observed=True)[value]
     table = grouped.agg(mean="mean", std="std", median="median", trials="count").reset_index()
