@@ -78,7 +78,7 @@ PENDING_CITATIONS: frozenset[str] = frozenset(
     }
 )
 #: Papers whose docs/notes/<paper>.md is still to be written (the same ratchet).
-PENDING_NOTES: frozenset[str] = frozenset({"brown2024", "lev2026", "liang2025"})
+PENDING_NOTES: frozenset[str] = frozenset({"brown2024", "lev2026"})
 CITATION = re.compile(
     r"docs/notes/(?P<paper>[a-z0-9]+)\.md`?\s+(?:(?P<p>P\d+)|§(?P<sec>\d+(?:\.\d+)?)"
     r"(?:\s+items?\s+(?P<item>\d+))?)"
