@@ -65,12 +65,16 @@ def test_dgp_moments_match_section_4_1():
 
 
 def test_truth_batch_distribution():
-    t = L.draw_truth_batch(np.random.default_rng(0), p=2, q=3, r=4, trials=4000)
-    assert t["beta"].shape == (4000, 2) and t["Theta"].shape == (4000, 3, 2)
-    assert t["Phi"].shape == (4000, 4, 2) and t["phi"].shape == (4000, 4)
-    se = 1 / math.sqrt(4000)
+    m = 4000
+    t = L.draw_truth_batch(np.random.default_rng(0), p=2, q=3, r=4, trials=m)
+    assert t["beta"].shape == (m, 2) and t["Theta"].shape == (m, 3, 2)
+    assert t["Phi"].shape == (m, 4, 2) and t["phi"].shape == (m, 4)
+    se = 1 / math.sqrt(m)  # standard error of the mean of m draws with sd 1
+    # Standard error of the sample sd of m normal draws with sd 1: 1/sqrt(2(m - 1)) ~ 0.011,
+    # so 5 SE ~ 0.056; an entry sd off by 10 % (0.1) fails.
+    se_sd = 1 / math.sqrt(2 * (m - 1))
     np.testing.assert_allclose(t["Theta"].mean(axis=0), 5 * np.eye(3, 2), atol=5 * se)
-    np.testing.assert_allclose(t["Theta"].std(axis=0), 1.0, atol=0.05)
+    np.testing.assert_allclose(t["Theta"].std(axis=0, ddof=1), 1.0, atol=5 * se_sd)
     np.testing.assert_allclose(t["beta"].mean(axis=0), 0.0, atol=5 * se)
 
 
@@ -108,14 +112,15 @@ def test_synthetic_smoke_columns_and_budgets():
         assert col in runs.columns, col
     row = runs.iloc[0]
     assert (row["rho1"], row["rho2"], row["rho"]) == (1.0, 9.0, 10.0)
-    assert row["epsilon"] == pytest.approx(31.4597, abs=1e-3)  # notes section 3 (simple)
+    assert row["epsilon"] == pytest.approx(31.4597, abs=1e-3)  # docs/notes/liang2025.md §3 (simple)
     assert row["rho_certified"] == pytest.approx(10.0)  # exact calibration
     assert row["clip_theta"] == pytest.approx(
         (math.sqrt(3) + math.sqrt(1 + math.log(8000))) ** 2 * 4
     )
     assert np.isfinite(runs[list(L.SYNTHETIC_METRICS)].to_numpy()).all()
     assert ((runs["clip_frac_beta_mean"] >= 0) & (runs["clip_frac_beta_mean"] <= 1)).all()
-    # paper calibration: sqrt(2) more noise, half the certified budget (notes 3.1)
+    # paper calibration: sqrt(2) more noise, half the certified budget
+    # (docs/notes/liang2025.md §3.1)
     paper = L.run_iv_synthetic(
         {**SMALL, "rho_split": [1, 9], "calibration": "paper"},
         trials=2,
@@ -130,7 +135,7 @@ def test_synthetic_smoke_columns_and_budgets():
 def test_non_private_algorithms():
     cell = {**SMALL, "algorithm": "2s_gd", "T": 400}
     runs = L.run_iv_synthetic(cell, trials=5, first_trial=0, seed=1, data=None)
-    # 2S-GD converges to the 2SLS solution (notes section 7, "2S-GD sanity")
+    # 2S-GD converges to the 2SLS solution (docs/notes/liang2025.md §7, "2S-GD sanity")
     assert runs["err_hat"].max() < 1e-8
     np.testing.assert_allclose(runs["err_true"], runs["err_2sls"], atol=1e-8)
     assert math.isinf(runs["rho"].iloc[0]) and math.isinf(runs["epsilon"].iloc[0])
@@ -152,7 +157,7 @@ def test_algorithm3_budget_columns():
     )
     row = runs.iloc[0]
     assert math.isinf(row["rho1"]) and row["rho2"] == 2.0  # no first-stage noise
-    assert math.isinf(row["epsilon"])  # notes P8: no end-to-end rho2 guarantee
+    assert math.isinf(row["epsilon"])  # docs/notes/liang2025.md P8: no end-to-end rho2 guarantee
     assert row["rho_claimed"] == 2.0  # Lemma F.1's claim, kept for reference
     assert row["rho_certified"] == pytest.approx(SMALL["n"] ** 2 * 2.0)
 
@@ -271,7 +276,7 @@ def test_angrist_smoke_summary_and_figure():
     ref = {"dataset": "toy", "two_sls": {"params": [beta_2sls], "std_errors": [1.0]}}
     table = L.summarise_iv_angrist(runs, [ref])
     final = table[table["quantity"] == "beta_final"].set_index("rho1")
-    assert final.loc[1.0, "iqr"] > final.loc[100.0, "iqr"]  # notes section 7
+    assert final.loc[1.0, "iqr"] > final.loc[100.0, "iqr"]  # docs/notes/liang2025.md §7
     assert final.loc[100.0, "beta_2sls_reference"] == pytest.approx(beta_2sls)
     assert final.loc[1.0, "runs"] == 60
     paths = table[table["quantity"] == "beta_path"]

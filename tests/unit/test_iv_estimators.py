@@ -104,7 +104,7 @@ def test_registered_names():
 
 @pytest.mark.parametrize(
     ("n", "q", "T", "expected"),
-    # values quoted in the reading notes (P2) for c0 = tau = 1
+    # values quoted in docs/notes/liang2025.md P2 for c0 = tau = 1
     [(1000, 5, 20, 30.7), (1000, 50, 20, 107.6), (1000, 20, 20, 60.4)],
 )
 def test_default_clip_threshold_matches_eq4(n, q, T, expected):
@@ -279,7 +279,7 @@ def test_noise_recovered_from_the_path_has_the_stated_scale(calibration):
 
 
 def test_beta_1_is_pure_noise_alpha_nu0():
-    """Simultaneous update (notes P14): beta^(1) = alpha nu^(0), whatever the data."""
+    """Simultaneous update (docs/notes/liang2025.md P14): beta^(1) = alpha nu^(0), any data."""
     trials, q, p = 64, 3, 2
     kw = dict(
         rho1=1.0,

@@ -32,25 +32,6 @@ BARE_NOTES = re.compile(
     r"|\b(?:lev2026|liang2025|brown2024|varshney2022|choquettechoo2023) notes\b",
     re.IGNORECASE,
 )
-#: Files still carrying citations of the pre-repository reading notes, converted paper by
-#: paper (issue 14). A ratchet: a file may leave this set, never join it; the test fails
-#: when a listed file has no such citation left (remove it) or an unlisted one gains one.
-PENDING_CITATIONS: frozenset[str] = frozenset(
-    {
-        "docs/liang2025.md",
-        "src/dpreg/data/angrist.py",
-        "src/dpreg/data/preprocess.py",
-        "src/dpreg/estimators/iv.py",
-        "src/dpreg/experiments/liang2025.py",
-        "src/dpreg/plotting/liang2025.py",
-        "src/dpreg/theory/iv.py",
-        "tests/unit/test_experiments_liang2025.py",
-        "tests/unit/test_iv_estimators.py",
-        "tests/unit/test_theory_iv.py",
-    }
-)
-#: Papers whose docs/notes/<paper>.md is still to be written (the same ratchet).
-PENDING_NOTES: frozenset[str] = frozenset({"liang2025"})
 CITATION = re.compile(
     r"docs/notes/(?P<paper>[a-z0-9]+)\.md`?\s+(?:(?P<p>P\d+)|§(?P<sec>\d+(?:\.\d+)?)"
     r"(?:\s+items?\s+(?P<item>\d+))?)"
@@ -88,19 +69,11 @@ def _offences() -> dict[str, list[str]]:
 
 
 def test_no_citation_points_outside_the_repository():
-    found = _offences()
-    new = [
-        line
-        for rel, lines in sorted(found.items())
-        if rel not in PENDING_CITATIONS
-        for line in lines
-    ]
-    assert not new, (
+    found = [line for _, lines in sorted(_offences().items()) for line in lines]
+    assert not found, (
         "citations of files outside the repository (cite the paper or"
-        " docs/notes/<paper>.md §x instead):\n" + "\n".join(new)
+        " docs/notes/<paper>.md §x instead):\n" + "\n".join(found)
     )
-    done = sorted(PENDING_CITATIONS - set(found))
-    assert not done, f"no out-of-repo citation left: remove from PENDING_CITATIONS: {done}"
 
 
 def _items(text: str, section: str) -> set[int]:
@@ -123,15 +96,12 @@ def _items(text: str, section: str) -> set[int]:
 @pytest.mark.parametrize("paper", PAPERS)
 def test_reading_notes_exist_for_every_paper(paper):
     path = NOTES_DIR / f"{paper}.md"
-    if paper in PENDING_NOTES:
-        assert not path.is_file(), f"docs/notes/{paper}.md exists: remove it from PENDING_NOTES"
-        return
     assert path.is_file(), f"docs/notes/{paper}.md is missing"
     assert re.search(r"^## 1\.", path.read_text(), re.MULTILINE), "no numbered sections"
 
 
 def test_every_notes_citation_points_at_an_existing_section():
-    texts = {p: (NOTES_DIR / f"{p}.md").read_text() for p in PAPERS if p not in PENDING_NOTES}
+    texts = {p: (NOTES_DIR / f"{p}.md").read_text() for p in PAPERS}
     bad = []
     for path in _tracked_files():
         rel = path.relative_to(REPO).as_posix()
@@ -139,8 +109,6 @@ def test_every_notes_citation_points_at_an_existing_section():
             for cite in CITATION.finditer(line):
                 paper = cite.group("paper")
                 where = f"{rel}:{number}: {cite.group(0)}"
-                if paper in PENDING_NOTES:
-                    continue  # written with the original numbering; checked once it exists
                 if paper not in texts:
                     bad.append(f"{where} (no such notes file)")
                     continue

@@ -9,7 +9,7 @@ import pytest
 
 from dpreg.theory import iv
 
-# Worked example of the reading notes, section 4.8 ("our check", unit constants):
+# Worked example of docs/notes/liang2025.md §4.8 ("our check", unit constants):
 # n = 1000, p = q = 5, tau = 1, kappa = 0.8 gives B ~ 0.667, A ~ 0.0758 / sqrt(rho_min),
 # T1 ~ 3.6, T2 ~ 77 rho_min, T_max ~ 174 rho1.
 N, P, Q, TAU, KAPPA = 1000, 5, 5, 1.0, 0.8
@@ -53,10 +53,10 @@ def test_t_max_worked_example(rho1):
 
 
 def test_t_max_table_of_the_notes():
-    # p (sqrt q + 1)^6 for p = q = 5, 20, 50 (notes section 4.8): 5.7e3, 5.4e5, 1.38e7
+    # p (sqrt q + 1)^6 for p = q = 5, 20, 50 (docs/notes/liang2025.md §4.8): 5.7e3, 5.4e5, 1.38e7
     for p, expected in ((5, 5.7e3), (20, 5.4e5), (50, 1.38e7)):
         assert 1.0 / iv.t_max(1.0, p, p, 1.0) == pytest.approx(expected, rel=0.02)
-    # p = q = 50, rho1 = 1: T = 20 violates (5) for n < 16,600 (notes section 4.8)
+    # p = q = 50, rho1 = 1: T = 20 violates (5) for n < 16,600 (docs/notes/liang2025.md §4.8)
     assert iv.n_min_for_T(20, 50, 50, 1.0) == pytest.approx(16_600, rel=0.01)
     assert iv.n_min_for_T(20, 50, 50, 9.0) == pytest.approx(5_540, rel=0.01)
 
@@ -110,7 +110,7 @@ def test_sample_size_condition():
     assert iv.sample_size_condition(P, Q, 1.0, 1.0) == pytest.approx(first)
     second = (math.sqrt(5) + 1) ** 3 / math.sqrt(1e-3)
     assert iv.sample_size_condition(P, Q, 1e-3, 1.0) == pytest.approx(second)
-    # Lemma D.1's sqrt(T) factor (notes P5)
+    # Lemma D.1's sqrt(T) factor (docs/notes/liang2025.md P5)
     assert iv.sample_size_condition(P, Q, 1e-3, 1.0, T=100) == pytest.approx(10 * second)
 
 

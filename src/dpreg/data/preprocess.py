@@ -390,8 +390,8 @@ def preprocess_liang2025(ds: Dataset, *, n_subsample: int, rng: np.random.Genera
     Liang et al. (2025), Section 4.2: "we randomly draw a subset of 20,000 samples and
     keep n = 8065 effective observations [...] We center all variables z, x, y."
     ``AER::Fertility`` already holds only mothers of at least two children, so the
-    subsample is drawn directly at the effective size (``n_subsample=8065``; notes
-    section 5.8 and P10).
+    subsample is drawn directly at the effective size (``n_subsample=8065``;
+    docs/notes/liang2025.md §5.8 and P10).
 
     Parameters
     ----------
@@ -412,7 +412,7 @@ def preprocess_liang2025(ds: Dataset, *, n_subsample: int, rng: np.random.Genera
     Notes
     -----
     The subsample and the means are data-dependent and **outside the DP guarantee**
-    (notes P17): the guarantee of Algorithm 1 covers only its run on the prepared
+    (docs/notes/liang2025.md P17): the guarantee of Algorithm 1 covers only its run on the prepared
     rows, with ``n`` treated as public.
     """
     if not isinstance(rng, np.random.Generator):
@@ -436,10 +436,10 @@ def preprocess_liang2025(ds: Dataset, *, n_subsample: int, rng: np.random.Genera
             "n_subsample": n_subsample,
             "replace": False,
             "data_derived_nonprivate": True,
-            "privacy": "not private: outside the DP guarantee (liang2025 notes P17)",
+            "privacy": "not private: outside the DP guarantee (docs/notes/liang2025.md P17)",
         },
     )
     out = center(sub)
     last = dict(out.preprocessing[-1])
-    last["privacy"] = "not private: outside the DP guarantee (liang2025 notes P17)"
+    last["privacy"] = "not private: outside the DP guarantee (docs/notes/liang2025.md P17)"
     return out.with_(preprocessing=out.preprocessing[:-1] + (last,))

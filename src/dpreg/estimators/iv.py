@@ -113,9 +113,10 @@ def default_clip_threshold(n: int, q: int, T: int, *, c0: float = 1.0, tau: floa
         Number of iterations.
     c0 : float, default 1.0
         The unspecified constant of eq. (4). The paper gives no value; 1 is our default
-        (notes P2).
+        (docs/notes/liang2025.md P2).
     tau : float, default 1.0
-        Confidence parameter of Theorem 3.1 (unspecified in the experiments; notes P2).
+        Confidence parameter of Theorem 3.1 (unspecified in the experiments;
+        docs/notes/liang2025.md P2).
 
     Returns
     -------
@@ -151,15 +152,15 @@ def population_step_sizes(Theta: Any) -> tuple[float, float]:
     :math:`\alpha = 2/(\lambda_{\max} + \lambda_{\min})` is the classical optimal constant
     step. Both satisfy the infinite-sample range (3) of Theorem 3.1
     (:math:`0 < \eta < 2`, :math:`0 < \alpha < 4/(2\|\Theta\|^2 + \sigma_{\min}^2)`).
-    The paper never reports its step sizes (notes P1); this is our default.
+    The paper never reports its step sizes (docs/notes/liang2025.md P1); this is our default.
 
     Parameters
     ----------
     Theta : array_like, shape (q, p)
         The *ground-truth* first-stage matrix of a simulation, ``q >= p``. Not an
         estimate from private data: ground truth is not data, so these step sizes leak
-        nothing. On real data (e.g. Angrist-Evans, notes P9) choose steps from public
-        knowledge or a documented pilot, never from the private sample.
+        nothing. On real data (e.g. Angrist-Evans, docs/notes/liang2025.md P9) choose
+        steps from public knowledge or a documented pilot, never from the private sample.
 
     Returns
     -------
@@ -197,7 +198,7 @@ def noise_scale(clip: float, n: int, T: int, rho: float, *, calibration: str = "
         ``"exact"``: :math:`\lambda = \frac{\gamma}{n}\sqrt{2T/\rho}`, so that the T
         Gaussian mechanisms compose to exactly :math:`\rho`. ``"paper"``: Prop. 3.1 as
         printed, :math:`\lambda = \frac{2\gamma}{n}\sqrt{T/\rho}`, which certifies only
-        :math:`\rho/2` (notes §3.1).
+        :math:`\rho/2` (docs/notes/liang2025.md §3.1).
 
     Returns
     -------
@@ -827,7 +828,8 @@ def fit_dp_two_stage_gd(
       :math:`(\rho_1+\rho_2)`-zCDP (``"exact"``) or :math:`(\rho_1+\rho_2)/2`-zCDP
       (``"paper"``). The :math:`\beta`-trajectory *alone* is certified only for the same
       total: it depends on the private data also through the unreleased noisy
-      :math:`\Theta^{(t)}`; Lemma F.1's :math:`\rho_2` is not certified (notes §3.4).
+      :math:`\Theta^{(t)}`; Lemma F.1's :math:`\rho_2` is not certified
+      (docs/notes/liang2025.md §3.4).
     * :math:`\rho_1 = \infty`: :math:`\Theta^{(t)}` is released without noise, so the
       algorithm's output has no guarantee: ``budget_spent = ZCDP(inf)``. If only the
       :math:`\beta`-trajectory is published, :math:`\Theta^{(t)}` is a deterministic
@@ -842,7 +844,7 @@ def fit_dp_two_stage_gd(
       operations of :func:`fit_two_stage_gd` (bit for bit; Corollary 3.1).
 
     Nothing outside the iteration is covered: centring or subsampling the data,
-    choosing step sizes or thresholds from the data (notes P17).
+    choosing step sizes or thresholds from the data (docs/notes/liang2025.md P17).
 
     Examples
     --------

@@ -3,7 +3,7 @@ r"""Experiments of Liang et al. (2025), DP two-stage gradient descent for IV reg
 Three study kinds are registered (see :mod:`dpreg.experiments.kinds`):
 
 ``iv_synthetic``
-    The synthetic DGP of Section 4.1 (notes §5.1) with Algorithm 1 (DP-2S-GD),
+    The synthetic DGP of Section 4.1 (docs/notes/liang2025.md §5.1) with Algorithm 1 (DP-2S-GD),
     Algorithm 3 (DP-2S-GD-beta), Algorithm 2 (2S-GD) or closed-form 2SLS. Serves
     Fig. 3a/3b (error against ``n``), Fig. 4a/4b (error against ``T``), Fig. 6
     (Alg. 1 against Alg. 3 over ``T``) and Fig. 7 (2S-GD against 2SLS over ``n``).
@@ -26,11 +26,12 @@ composed zCDP level of the released trajectories, Prop. 3.1) and its ``epsilon``
 the cell's ``delta`` with the cell's ``conversion``. Stages that add no noise record
 ``inf``; in particular Algorithm 3 records ``rho1 = inf`` and hence ``rho = inf``:
 its "rho2-zCDP" claim (Lemma F.1) is not supported under replace-one neighbours
-because the non-private :math:`\Theta^{(t)}` enters every per-sample gradient (notes
-§3.4, P8). The paper's claim is kept in ``rho_claimed``. ``rho_certified`` is what the
-estimator's accountant certifies (with ``calibration="paper"`` the paper's noise is
-:math:`\sqrt 2` larger than its own accounting needs, so it certifies
-``(rho1 + rho2) / 2``; notes §3.1, P7).
+because the non-private :math:`\Theta^{(t)}` enters every per-sample gradient
+(docs/notes/liang2025.md §3.4, P8). The paper's claim is kept in ``rho_claimed``.
+``rho_certified`` is what the estimator's accountant certifies (with
+``calibration="paper"`` the paper's noise is :math:`\sqrt 2` larger than its own
+accounting needs, so it certifies ``(rho1 + rho2) / 2``; docs/notes/liang2025.md §3.1,
+P7).
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ def draw_truth_batch(
     :math:`E_{ij} \sim N(0, 1)`, :math:`\Phi_{ij} \sim N(0, 1)`,
     :math:`\phi \sim N(0, I_r)` -- the distribution of
     :meth:`dpreg.data.synthetic.IVLinearDGP.draw`, batched (used when the truth is
-    redrawn per trial, notes P12).
+    redrawn per trial, docs/notes/liang2025.md P12).
 
     Returns
     -------
@@ -232,8 +233,8 @@ def sample_iv_batch(
     :math:`z_i \sim N(0, I_q)`, :math:`u_i \sim N(0, I_r)`,
     :math:`x_i = \Theta^\top z_i + \Phi^\top u_i + \sigma_x\epsilon_{x,i}`,
     :math:`y_i = \beta^\top x_i + \phi^\top u_i + \sigma_y\epsilon_{y,i}` (eq. 1 with
-    a confounder; the paper swaps the labels of the two errors in its text, notes
-    §5.1). ``u`` is not returned.
+    a confounder; the paper swaps the labels of the two errors in its text,
+    docs/notes/liang2025.md §5.1). ``u`` is not returned.
 
     Parameters
     ----------
@@ -539,7 +540,11 @@ def run_iv_synthetic(
     seed: int,
     data: Dataset | None = None,
 ) -> pd.DataFrame:
-    r"""Run one chunk of an ``iv_synthetic`` cell (Figs. 3, 4, 6, 7; notes §5).
+    r"""Run one seed block of trials of an ``iv_synthetic`` cell (Figs. 3, 4, 6, 7).
+
+    The paper's protocol is docs/notes/liang2025.md §5. The workflow calls this once per
+    seed block (:func:`dpreg.experiments.studies.run_chunk`), so a trial's draws depend
+    on its block's seed only, never on how the blocks are grouped into chunks.
 
     Parameters
     ----------
@@ -554,29 +559,34 @@ def run_iv_synthetic(
         * ``calibration`` (``"exact"``; ``"paper"`` uses Prop. 3.1's
           :math:`\lambda_k = 2\gamma_k\sqrt{T/\rho_k}/n`);
         * clipping: ``c0`` (1) and ``tau`` (1) in
-          :math:`\gamma = c_0(\sqrt q + \sqrt{\tau + \log nT})^2` (eq. 4, notes P2), or
-          explicit ``clip`` (both stages) / ``clip_theta`` and ``clip_beta``;
+          :math:`\gamma = c_0(\sqrt q + \sqrt{\tau + \log nT})^2` (eq. 4,
+          docs/notes/liang2025.md P2), or explicit ``clip`` (both stages) /
+          ``clip_theta`` and ``clip_beta``;
         * ``steps`` (``"population"``: ``population_step_sizes`` of the true
-          :math:`\Theta`, notes P1; ``"fixed"`` needs ``eta`` and ``alpha``); an explicit
-          ``eta`` or ``alpha`` overrides the population value; ``alpha_scale`` (1)
-          multiplies the population :math:`\alpha = 2/(\|\Theta\|^2 +
+          :math:`\Theta`, docs/notes/liang2025.md P1; ``"fixed"`` needs ``eta`` and
+          ``alpha``); an explicit ``eta`` or ``alpha`` overrides the population value;
+          ``alpha_scale`` (1) multiplies the population :math:`\alpha = 2/(\|\Theta\|^2 +
           \sigma_{\min}^2)`, which sits at the edge of stability
           (:math:`\alpha\|\Theta\|^2 \to 2` for ill-conditioned :math:`\Theta`) so that
           sampling fluctuations of :math:`Z^\top Z/n` can make 2S-GD diverge;
         * ``truth_seed`` (2025): the ground truth :math:`(\beta, \Theta, \Phi, \phi)` is
           drawn once per ``(p, q, r, truth_seed)`` with
           :meth:`~dpreg.data.synthetic.IVLinearDGP.draw`; ``redraw_truth`` (false)
-          draws a fresh truth per trial instead (notes P12);
+          draws a fresh truth per trial instead (docs/notes/liang2025.md P12);
         * ``instrument_strength`` (5): the ``5`` of :math:`\Theta = 5I + E`;
         * ``delta`` (1e-5) and ``conversion`` (the workflow's) for ``epsilon``;
         * ``metric`` (``"err_hat"``; ``"err_true"`` for Fig. 7; ``"both"``) and ``t_max_line``
           (false): what the figure draws; ``eps_exponent`` (0) of condition (5).
     trials : int
-        Trials of this chunk (vectorised; data sets and DP noise are redrawn per trial).
+        Trials of this seed block (vectorised; data sets and DP noise are redrawn per
+        trial).
     first_trial : int
-        Global index of the chunk's first trial.
+        Global index of the block's first trial.
     seed : int
-        Seed of this chunk; data and DP noise use two independent child generators.
+        Seed of the block (:func:`dpreg.seeds.block_seed` of the study, the cell and the
+        block index). Two independent child generators are spawned from it: one draws
+        the data sets (and the ground truths when ``redraw_truth`` is set), the other
+        the DP noise, trial after trial.
     data : None
         Unused (synthetic).
 
@@ -591,7 +601,7 @@ def run_iv_synthetic(
         :math:`=\|\hat\beta - \beta\|`, clip fractions of both stages (mean over the
         ``T`` steps and at the last step) -- and the settings ``eta``, ``alpha``,
         ``clip_theta``, ``clip_beta``, ``lambda1``, ``lambda2``, ``kappa`` (population
-        contraction rate, notes §4.1), ``sigma_min_theta``, ``norm_theta``,
+        contraction rate, docs/notes/liang2025.md §4.1), ``sigma_min_theta``, ``norm_theta``,
         ``T_max_theory`` (condition (5), unit constant), ``n_min_theory`` (smallest
         ``n`` with ``T <= T_max``). No timings: per-trial rows are deterministic.
     """
@@ -670,7 +680,8 @@ def run_iv_synthetic(
         if spec.algorithm == "2sls":
             add("kappa", math.nan, k)
         else:
-            # Population contraction rate (notes 4.1), vectorised over the truths.
+            # Population contraction rate (docs/notes/liang2025.md §4.1), vectorised over
+            # the truths.
             s_min2, s_max2 = sv[:, -1] ** 2, sv[:, 0] ** 2
             kap = np.maximum.reduce(
                 [
@@ -684,7 +695,8 @@ def run_iv_synthetic(
 
     budget = _budget_row(spec.rho1, spec.rho2, cell)
     if spec.algorithm == "dp_2s_gd_beta":
-        rho_claimed = spec.rho2  # Lemma F.1, unsupported under replace-one (notes P8)
+        # Lemma F.1, unsupported under replace-one (docs/notes/liang2025.md P8)
+        rho_claimed = spec.rho2
     else:
         rho_claimed = spec.rho1 + spec.rho2
     frame = pd.DataFrame(
@@ -752,7 +764,7 @@ def summarise_iv_synthetic(
     Parameters
     ----------
     runs : DataFrame
-        Rows of :func:`run_iv_synthetic` (any number of chunks and cells).
+        Rows of :func:`run_iv_synthetic` (any number of seed blocks and cells).
     references : sequence of mapping
         Unused (the 2SLS reference is computed per trial).
 
@@ -846,7 +858,8 @@ ANGRIST_KEYS = ANGRIST_REQUIRED | ANGRIST_OPTIONAL
 
 ANGRIST_CLIP_RULES: tuple[str, ...] = ("public_range", "c0_formula", "explicit")
 
-#: Public design defaults of the real-data runs (notes P9); see :func:`run_iv_angrist`.
+#: Public design defaults of the real-data runs (docs/notes/liang2025.md P9); see
+#: :func:`run_iv_angrist`.
 ANGRIST_DEFAULTS: dict[str, float] = {
     "T": 20,
     "eta": 4.0,
@@ -879,8 +892,8 @@ def angrist_clip_thresholds(
       =: \gamma_2`.
 
     Clipping at these values leaves every gradient untouched while the iterates stay in
-    the design box (notes P9: the theory's :math:`\gamma \approx 21` over-noises by an
-    order of magnitude on these data). Nothing is read from the data.
+    the design box (docs/notes/liang2025.md P9: the theory's :math:`\gamma \approx 21`
+    over-noises by an order of magnitude on these data). Nothing is read from the data.
     """
     for v, nm in (
         (z_bound, "z_bound"),
@@ -956,7 +969,10 @@ def run_iv_angrist(
     seed: int,
     data: Dataset | None,
 ) -> pd.DataFrame:
-    r"""Run one chunk of an ``iv_angrist`` cell (Figs. 5, 8, 9; notes §5.8).
+    r"""Run one seed block of runs of an ``iv_angrist`` cell (Figs. 5, 8, 9).
+
+    The paper's protocol is docs/notes/liang2025.md §5.8. The workflow calls this once per
+    seed block (:func:`dpreg.experiments.studies.run_chunk`).
 
     Algorithm 1 on one prepared data set (subsampled and centred by
     :func:`dpreg.data.preprocess.preprocess_liang2025`; ``p = q = 1``), ``trials``
@@ -969,16 +985,17 @@ def run_iv_angrist(
         :math:`\rho_1 = \rho_2`), ``rho_split`` or ``rho1``/``rho2``; ``T`` (20);
         ``calibration`` (``"exact"``); ``delta`` (1e-5), ``conversion``.
 
-        **Step sizes (public design choices, notes P9).** ``eta`` (4) and ``alpha``
-        (700). :math:`\eta = 1/\mathrm{Var}(z)` with :math:`\mathrm{Var}(z) = 1/4` for a
-        same-sex indicator (the sex of children is a fair coin, known without the
-        data). :math:`\alpha = 2/(\mathrm{Var}(z)(\theta_{lo}^2 + \theta_{hi}^2))`
+        **Step sizes (public design choices, docs/notes/liang2025.md P9).** ``eta`` (4)
+        and ``alpha`` (700). :math:`\eta = 1/\mathrm{Var}(z)` with
+        :math:`\mathrm{Var}(z) = 1/4` for a same-sex indicator (the sex of children is a
+        fair coin, known without the data).
+        :math:`\alpha = 2/(\mathrm{Var}(z)(\theta_{lo}^2 + \theta_{hi}^2))`
         is the optimal gradient step over a *published* range of first-stage effects
         :math:`\Theta \in [0.04, 0.10]` (Angrist and Evans 1998 report about 0.06-0.07):
-        :math:`2/(0.25 \times 0.0116) \approx 690`, rounded to 700. The notes' "alpha
-        about 1000" (:math:`1/\hat H`) is read off the data (a leak the paper ignores)
-        and diverges (:math:`\alpha\hat H > 2`) on subsamples with :math:`\hat\Theta >
-        0.09`, which occur at ``n = 8065``.
+        :math:`2/(0.25 \times 0.0116) \approx 690`, rounded to 700. The "alpha about
+        1000" (:math:`1/\hat H`) of docs/notes/liang2025.md P9 is read off the data (a
+        leak the paper ignores) and diverges (:math:`\alpha\hat H > 2`) on subsamples
+        with :math:`\hat\Theta > 0.09`, which occur at ``n = 8065``.
 
         **Clipping.** ``clip_rule``: ``"public_range"`` (default;
         :func:`angrist_clip_thresholds` from ``z_bound`` (1), ``x_bound`` (1),
@@ -987,7 +1004,9 @@ def run_iv_angrist(
         with ``c0``, ``tau``; about 21 here) or ``"explicit"`` (``clip_theta``,
         ``clip_beta``).
     trials, first_trial, seed
-        Chunk size, global index of its first trial, and the seed of its DP noise.
+        Number of runs in this seed block, global index of its first run, and the
+        block's seed (:func:`dpreg.seeds.block_seed`), from which the DP noise of all its
+        runs is drawn.
     data : Dataset
         The prepared sample (``X``, ``Z`` one column each, centred).
 
@@ -1142,7 +1161,7 @@ def summarise_iv_angrist(
           ``n_outliers`` (the boxplot of panel (a));
         * ``"beta_path"`` and ``"theta_path"`` (``t = 1..T``): the same statistics of
           :math:`\beta^{(t)}`, :math:`\Theta^{(t)}` per step (panel (b) draws mean ±
-          SE, notes P11 for the SE/sd question);
+          SE, docs/notes/liang2025.md P11 for the SE/sd question);
 
         with the same-sample non-private ``beta_2sls``, ``se_2sls``,
         ``se_2sls_robust``, ``theta_2sls`` and the mean clip fractions.

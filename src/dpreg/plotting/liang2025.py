@@ -112,12 +112,12 @@ def plot_iv_synthetic(table: pd.DataFrame, *, title: str | None = None) -> plt.F
     remaining varying keys (e.g. the budget split of Fig. 3 or ``rho2`` of Fig. 4b);
     if only the algorithm varies (Fig. 7), it is the hue. The metric is the table's
     ``metric`` column (``err_hat``, ``err_true`` or ``both``: one row of panels each, as
-    the paper leaves the metric of Figs. 3, 4, 6 undefined, notes P3; the 2SLS rows of
-    Fig. 7 carry :math:`\|\hat\beta - \beta\|` as ``err_true``). With ``t_max_line`` the iteration
-    condition (5) is marked (unit constant) in each curve's colour: a vertical line at
-    ``T_max`` (x = ``T``) or at the smallest ``n`` with ``T <= T_max`` (x = ``n``),
-    when it falls in the plotted range. On an ``n`` axis the legend gives each curve's
-    log-log slope (Fig. 3a expects about -0.5).
+    the paper leaves the metric of Figs. 3, 4, 6 undefined, docs/notes/liang2025.md P3;
+    the 2SLS rows of Fig. 7 carry :math:`\|\hat\beta - \beta\|` as ``err_true``). With
+    ``t_max_line`` the iteration condition (5) is marked (unit constant) in each curve's
+    colour: a vertical line at ``T_max`` (x = ``T``) or at the smallest ``n`` with
+    ``T <= T_max`` (x = ``n``), when it falls in the plotted range. On an ``n`` axis the
+    legend gives each curve's log-log slope (Fig. 3a expects about -0.5).
 
     Parameters
     ----------

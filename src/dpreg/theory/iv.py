@@ -14,15 +14,15 @@ Theorem 3.1 bounds the distance of the DP-2S-GD iterate to the 2SLS solution,
 under the iteration condition (5) :math:`T \lesssim \rho_1 n^{2-\epsilon} /
 (p(\sqrt q + \sqrt\tau)^6)` and the sample-size condition (6). The hidden constants are
 never given numerically; every function here takes them as **1** (the reading of
-Fig. 2, which "qualitatively illustrates the trend"; notes §4.8). The numbers are
+Fig. 2, which "qualitatively illustrates the trend"; docs/notes/liang2025.md §4.8). The numbers are
 therefore shapes and orders of magnitude, not calibrated predictions.
 
 Algorithm 3 (DP-2S-GD-beta, Theorem F.1) has the same bound with :math:`\rho_2` in
 place of :math:`\min(\rho_1, \rho_2)` and no condition on :math:`T`: pass
 ``rho1=math.inf``.
 
-The exponent :math:`\epsilon` of (5) is not the DP epsilon (notes P15); it is called
-``eps_exponent`` here.
+The exponent :math:`\epsilon` of (5) is not the DP epsilon
+(docs/notes/liang2025.md P15); it is called ``eps_exponent`` here.
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def t_max(
 
     :math:`T_{\max} = \rho_1 n^{2-\epsilon} / (p(\sqrt q + \sqrt\tau)^6)`; ``math.inf``
     when ``rho1`` is infinite (no first-stage noise; Algorithm 3 has no condition).
-    The paper calls it "(4)" in the Fig. 3 caption and Remark 3.5 (notes P5).
+    The paper calls it "(4)" in the Fig. 3 caption and Remark 3.5 (docs/notes/liang2025.md P5).
 
     Parameters
     ----------
@@ -250,7 +250,7 @@ def sample_size_condition(
 
     :math:`n \ge \max\{pq(\tau+\log pq)^2,\ (\sqrt q+\sqrt\tau)^3/\sqrt{\min(\rho_1,
     \rho_2)}\}`. Lemma D.1 actually needs the second term times :math:`\sqrt T`, which
-    (6) omits (notes P5); pass ``T`` to include it.
+    (6) omits (docs/notes/liang2025.md P5); pass ``T`` to include it.
     """
     p, q = _dims(p, q)
     tau = _pos(tau, "tau")
@@ -276,7 +276,7 @@ def regime_thresholds(
 
     :math:`T_1 = \log(n / (pq(\tau+\log pq)^2)) / \log(1/\kappa)` solves
     :math:`\kappa^{T/2} = B` and :math:`T_2 = n\min(\rho_1,\rho_2) q (\tau+\log pq)^2 /
-    (\sqrt q+\sqrt\tau)^6` solves :math:`A\sqrt T = B` (notes §4.4).
+    (\sqrt q+\sqrt\tau)^6` solves :math:`A\sqrt T = B` (docs/notes/liang2025.md §4.4).
 
     Returns
     -------
@@ -361,7 +361,7 @@ def optimal_T(
 
 
 def contraction_rates(Theta: Any, *, eta: float, alpha: float) -> dict[str, float]:
-    r"""Return the population limits of the contraction rates (9) (notes §4.1).
+    r"""Return the population limits of the contraction rates (9) (docs/notes/liang2025.md §4.1).
 
     As :math:`n \to \infty`, :math:`\delta, \psi \to 0`:
     :math:`\underline\gamma = \sigma_{\min}^2(\Theta)`,
