@@ -106,6 +106,19 @@ def check_row_norm_bound(
         )
 
 
+def check_optional_bounds(X: np.ndarray, y: np.ndarray, bound_X: Any, bound_y: Any) -> None:
+    """Check the public bounds an estimator was given (``None``: no bound declared).
+
+    For estimators whose mechanism is set by a clip threshold rather than by the data
+    bounds (DP-SGD, DP-FTRL, DP-SSGD, DP-AMBSSGD): the bounds are still accepted, like
+    every other estimator's, and checked against the data (never clipped silently).
+    """
+    if bound_X is not None:
+        check_row_norm_bound(X, bound_X, "X", "bound_X")
+    if bound_y is not None:
+        check_row_norm_bound(y, bound_y, "y", "bound_y")
+
+
 def check_real(value: Any, name: str) -> float:
     """Return ``value`` as a float if it is a real number; ``TypeError`` naming ``name`` if not.
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from dpreg._validation import check_matrix
 from dpreg.privacy.budgets import Budget
 
 NONPRIVATE_DIAGNOSTICS = frozenset(
@@ -76,6 +77,10 @@ class Fit:
         clipped). For research diagnostics only; never publish them with a private
         release. The keys listed in :data:`NONPRIVATE_DIAGNOSTICS` are moved here at
         construction if an estimator passes them in ``diagnostics``.
+    intercept : ndarray, shape (trials,), optional
+        The fitted intercept of each trial when the fit had one
+        (:func:`dpreg.estimators.intercept.with_intercept`), released with
+        ``theta`` under the same ``budget_spent``; ``None``: no intercept (zero).
 
     Examples
     --------
@@ -91,6 +96,7 @@ class Fit:
     path: np.ndarray | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)
     nonprivate_diagnostics: dict[str, Any] = field(default_factory=dict)
+    intercept: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         moved = {k: v for k, v in self.diagnostics.items() if k in NONPRIVATE_DIAGNOSTICS}
@@ -105,3 +111,24 @@ class Fit:
     def n_trials(self) -> int:
         """Number of independent trials."""
         return int(self.theta.shape[0])
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Return every trial's predictions ``X @ theta + intercept``, shape (trials, m).
+
+        Uses only the release (``theta``, ``intercept``) and the rows given, never the
+        training data.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> fit = Fit(np.array([[1.0, 2.0]]), None, "toy", intercept=np.array([0.5]))
+        >>> fit.predict(np.array([[1.0, 1.0], [0.0, 0.0]]))
+        array([[3.5, 0.5]])
+        """
+        X = check_matrix(X, "X")
+        if X.shape[1] != self.theta.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} columns but the fit has d={self.theta.shape[1]}")
+        out = self.theta @ X.T
+        if self.intercept is not None:
+            out = out + np.asarray(self.intercept)[:, None]
+        return out

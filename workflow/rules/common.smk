@@ -11,6 +11,7 @@ from dpreg.config import (
 )
 from dpreg.experiments.captions import study_caption
 from dpreg.experiments.claims import papers_with_claims
+from dpreg.experiments.kinds import get_kind
 from dpreg.seeds import job_seed
 
 check_config_references(config)  # includes check_hyper_blocks
@@ -22,6 +23,7 @@ wildcard_constraints:
     paper=r"[A-Za-z0-9_]+",
     cell=r"(all|[A-Za-z0-9_]+~[A-Za-z0-9_.+-]+(/[A-Za-z0-9_]+~[A-Za-z0-9_.+-]+)*)",
     chunk=r"[0-9]+",
+    view=r"[A-Za-z0-9_]+",
 
 
 def chunk_paths(study):
@@ -42,6 +44,18 @@ def study_figure_paths():
     return [
         f"results/figures/{spec['paper']}/{name}.png" for name, spec in config["studies"].items()
     ]
+
+
+def study_view_paths():
+    """The extra tables and figures of every study whose kind has views."""
+    paths = []
+    for name, spec in config["studies"].items():
+        kind = get_kind(spec["kind"])
+        for view in kind.views:
+            paths.append(f"results/tables/{spec['paper']}/{name}/{view}.csv")
+        for view in kind.view_figures:
+            paths.append(f"results/figures/{spec['paper']}/{name}/{view}.png")
+    return paths
 
 
 def claim_paths():
@@ -67,6 +81,7 @@ def all_targets():
         reference_paths()
         + study_table_paths()
         + study_figure_paths()
+        + study_view_paths()
         + ["results/MANIFEST.sha256", "results/benchmarks/jobs.csv"]
         + estimator_benchmark_paths()
     )

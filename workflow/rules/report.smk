@@ -6,6 +6,7 @@ rule artifact_manifest:
         reference_paths(),
         study_table_paths(),
         study_figure_paths(),
+        study_view_paths(),
         claim_paths(),
     output:
         "results/MANIFEST.sha256",

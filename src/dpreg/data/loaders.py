@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from dpreg.data import angrist, lev2026, uci
+from dpreg.data import angrist, lev2026, regimes, uci
 from dpreg.data.datasets import Dataset
 
 __all__ = [
@@ -27,9 +27,10 @@ __all__ = [
 Loader = Callable[..., Dataset]
 
 #: Every built-in loader by dataset name: the uci_datasets sets, the Lev et al. (2026)
-#: sets (``lev_*``) and the Angrist-Evans samples.
+#: sets (``lev_*``), the Angrist-Evans samples and the synthetic benchmark designs
+#: (``regime``).
 BUILTIN_LOADERS: Mapping[str, Loader] = MappingProxyType(
-    {**uci.LOADERS, **lev2026.LOADERS, **angrist.LOADERS}
+    {**uci.LOADERS, **lev2026.LOADERS, **angrist.LOADERS, **regimes.LOADERS}
 )
 
 _REGISTRY: dict[str, Loader] = dict(BUILTIN_LOADERS)

@@ -37,6 +37,7 @@ from dpreg._validation import (
     _as_real_array,
     check_choice,
     check_matrix,
+    check_optional_bounds,
     check_positive,
     check_real,
     check_regression,
@@ -159,8 +160,11 @@ def _fit(
     oracle: OracleInfo | None,
     oracle_sigma: float,
     name: str,
+    bound_X: float | None = None,
+    bound_y: float | None = None,
 ) -> Fit:
     X, y = check_regression(X, y, require_full_rank=False)
+    check_optional_bounds(X, y, bound_X, bound_y)
     trials = check_trials(trials)
     check_rng(rng)
     n, d = X.shape
@@ -279,6 +283,8 @@ def fit_dp_ambssgd(
     accounting: str = "paper",
     stat_margin: float = 0.0,
     shuffle: bool = True,
+    bound_X: float | None = None,
+    bound_y: float | None = None,
 ) -> Fit:
     r"""DP-AMBSSGD (Algorithm 2): one shuffled pass, DP-STAT clip norm, tail average.
 
@@ -324,6 +330,10 @@ def fit_dp_ambssgd(
     stat_margin : float
         0: the paper's stop rule. > 0: non-paper margin (see
         :func:`dpreg.estimators.ambssgd_core.ambssgd_pass`).
+    bound_X, bound_y : float or None, default None
+        Public data bounds, accepted like every other estimator's and checked against
+        the data (never clipped); the mechanism is set by ``x_norm_sq``, ``H_norm``
+        and ``stat_domain``, so they change nothing else. ``None``: no bound declared.
 
     Returns
     -------
@@ -363,7 +373,7 @@ def fit_dp_ambssgd(
         kappa=kappa, c1=c1, T=T, eta=eta, a=a, n_queries=n_queries,
         noise_multiplier_rule=noise_multiplier_rule, accounting=accounting,
         stat_margin=stat_margin, shuffle=shuffle, oracle=None, oracle_sigma=0.0,
-        name="dp_ambssgd",
+        name="dp_ambssgd", bound_X=bound_X, bound_y=bound_y,
     )  # fmt: skip
 
 
@@ -385,6 +395,8 @@ def fit_dp_ambssgd_fixedclip(
     a: float = 0.5,
     noise_multiplier_rule: str = "exact",
     shuffle: bool = True,
+    bound_X: float | None = None,
+    bound_y: float | None = None,
 ) -> Fit:
     r"""Fixed-clip DP-AMBSSGD (ablation, docs/notes/varshney2022.md §5.1 method 3): no DP-STAT.
 
@@ -413,6 +425,7 @@ def fit_dp_ambssgd_fixedclip(
         kappa=kappa, c1=c1, T=T, eta=eta, a=a, n_queries=DEFAULT_N_QUERIES,
         noise_multiplier_rule=noise_multiplier_rule, accounting="paper", stat_margin=0.0,
         shuffle=shuffle, oracle=None, oracle_sigma=0.0, name="dp_ambssgd_fixedclip",
+        bound_X=bound_X, bound_y=bound_y,
     )  # fmt: skip
 
 

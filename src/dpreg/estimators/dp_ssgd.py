@@ -26,6 +26,7 @@ import numpy as np
 
 from dpreg._validation import (
     check_choice,
+    check_optional_bounds,
     check_positive,
     check_regression,
     check_rng,
@@ -233,6 +234,8 @@ def fit_dp_ssgd(
     eta: float,
     local_mechanism: str = "classic",
     delta_split: float = 0.5,
+    bound_X: float | None = None,
+    bound_y: float | None = None,
 ) -> Fit:
     r"""DP-SSGD (Algorithm 1) with a concrete shuffling calibration.
 
@@ -253,6 +256,11 @@ def fit_dp_ssgd(
         Per-step Gaussian calibration (classic: the paper's Lemma A.1).
     delta_split : float
         Share of delta given to the shuffling bound.
+    bound_X, bound_y : float or None, default None
+        Public data bounds (``max ||x_i|| <= bound_X``, ``max |y_i| <= bound_y``),
+        accepted like every other estimator's and checked against the data (never
+        clipped); the mechanism is set by ``clip``, so they change nothing else.
+        ``None``: no bound declared.
 
     Returns
     -------
@@ -291,6 +299,7 @@ def fit_dp_ssgd(
     """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y = check_regression(X, y, require_full_rank=False)
+    check_optional_bounds(X, y, bound_X, bound_y)
     trials = check_trials(trials)
     check_rng(rng)
     clip = check_positive(clip, "clip")

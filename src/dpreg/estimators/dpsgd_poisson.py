@@ -32,6 +32,7 @@ import numpy as np
 
 from dpreg._validation import (
     check_choice,
+    check_optional_bounds,
     check_positive,
     check_regression,
     check_rng,
@@ -134,6 +135,8 @@ def fit_dp_sgd_poisson(
     n_public: int,
     epochs: float = 1.0,
     accountant: str = "rdp",
+    bound_X: float | None = None,
+    bound_y: float | None = None,
 ) -> Fit:
     r"""DP-SGD with Poisson subsampling, calibrated by dp-accounting.
 
@@ -159,6 +162,11 @@ def fit_dp_sgd_poisson(
     epochs : float
         Expected passes over N rows; ``steps = ceil(epochs * N / L)``.
     accountant : {"rdp", "pld"}
+    bound_X, bound_y : float or None, default None
+        Public data bounds (``max ||x_i|| <= bound_X``, ``max |y_i| <= bound_y``),
+        accepted like every other estimator's and checked against the data (never
+        clipped); the mechanism is set by ``clip``, so they change nothing else.
+        ``None``: no bound declared.
 
     Returns
     -------
@@ -181,6 +189,7 @@ def fit_dp_sgd_poisson(
     """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y = check_regression(X, y, require_full_rank=False)
+    check_optional_bounds(X, y, bound_X, bound_y)
     trials = check_trials(trials, bytes_per_trial=8 * (X.shape[0] * (X.shape[1] + 3)))
     check_rng(rng)
     clip = check_positive(clip, "clip")

@@ -43,6 +43,7 @@ from scipy import fft as sp_fft
 
 from dpreg._validation import (
     check_choice,
+    check_optional_bounds,
     check_positive,
     check_regression,
     check_rng,
@@ -373,6 +374,8 @@ def fit_dp_ftrl(
     noise_multiplier: float | None = None,
     return_path: bool = False,
     shuffle: bool = True,
+    bound_X: float | None = None,
+    bound_y: float | None = None,
 ) -> Fit:
     r"""DP-FTRL (Algorithm 1) for least squares on a dataset: one shuffled pass.
 
@@ -446,6 +449,11 @@ def fit_dp_ftrl(
         arrival order). The guarantee does not rely on the shuffle (the sensitivity is
         the worst case over positions), so both are covered by ``budget_spent``; the
         audit uses ``False`` to place a canary at the worst position.
+    bound_X, bound_y : float or None, default None
+        Public data bounds (``max ||x_i|| <= bound_X``, ``max |y_i| <= bound_y``),
+        accepted like every other estimator's and checked against the data (never
+        clipped); the mechanism is set by ``clip``, so they change nothing else.
+        ``None``: no bound declared.
 
     Returns
     -------
@@ -470,6 +478,7 @@ def fit_dp_ftrl(
     (2, 3)
     """
     X, y = check_regression(X, y, require_full_rank=False)
+    check_optional_bounds(X, y, bound_X, bound_y)
     n, d = X.shape
     trials = check_trials(trials, bytes_per_trial=8 * (2 * n * d + n))  # noise, order, path
     check_rng(rng)

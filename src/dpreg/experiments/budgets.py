@@ -6,6 +6,8 @@ specified in and the conversion that links them, so no number is ambiguous.
 
 from __future__ import annotations
 
+import math
+
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 from dpreg.privacy.conversions import eps_to_zcdp, zcdp_to_eps
 
@@ -42,4 +44,34 @@ def budget_columns(
         "rho": float(rho),
         "budget_unit": unit,
         "conversion": conversion,
+    }
+
+
+def spent_columns(
+    budget_spent: ZCDP | ApproxDP | None, *, delta: float, conversion: str = "tight"
+) -> dict[str, float]:
+    """Return what an estimator certified for one release, in both units where defined.
+
+    ``spent_epsilon``, ``spent_delta``, ``spent_rho``: a zCDP certificate gives its
+    ``rho`` and the epsilon it implies at the study's ``delta`` (with ``conversion``);
+    an (epsilon, delta) certificate gives its own pair and ``spent_rho = NaN``
+    (approximate DP implies no zCDP level). ``None`` (not private, or not run): NaN.
+
+    Examples
+    --------
+    >>> spent_columns(ApproxDP(1.0, 1e-6), delta=1e-6)
+    {'spent_epsilon': 1.0, 'spent_delta': 1e-06, 'spent_rho': nan}
+    """
+    if budget_spent is None:
+        return {"spent_epsilon": math.nan, "spent_delta": math.nan, "spent_rho": math.nan}
+    if isinstance(budget_spent, ZCDP):
+        return {
+            "spent_epsilon": float(zcdp_to_eps(budget_spent.rho, delta, method=conversion)),
+            "spent_delta": float(delta),
+            "spent_rho": float(budget_spent.rho),
+        }
+    return {
+        "spent_epsilon": float(budget_spent.epsilon),
+        "spent_delta": float(budget_spent.delta),
+        "spent_rho": math.nan,
     }

@@ -100,6 +100,14 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
         "Accuracies QUOTED from the paper's deep-learning experiments (not reproduced: "
         "out of CPU scope), drawn as bars."
     ),
+    "benchmark": (
+        "Performance profile of the private regression benchmark (docs/benchmark.md), one "
+        "panel per epsilon (delta = 1/n^2): for each method, the share of datasets on "
+        "which its mean test MSE is within a factor tau of the best private method's on "
+        "that dataset (tau = 1: the share of wins). Every hyperparameter is set from public "
+        "inputs only (dpreg.estimators.methods); non-private OLS is not ranked; a method "
+        "that did not run on a dataset (outside its regime) never counts as within tau."
+    ),
     "privacy_audit": (
         "Empirical privacy audit (docs/privacy.md, 'Empirical privacy audit'). One row per "
         "estimator, canary and claim: a bar at the epsilon the claim allows at the audit's "
@@ -118,6 +126,14 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
         "standard deviation, standard error, 95% band (mean +/- 1.96 SE), median, and "
         "the non-private OLS train MSE."
     ),
+    "benchmark": (
+        "One row per dataset, method and epsilon: mean train and test MSE with standard "
+        "errors over trials, the non-private OLS fit's on the same rows, the ratio of the "
+        "scored error (test where the dataset has held-out rows) to OLS's, the rank among "
+        "the private methods that ran, the ratio to the best, the hyperparameters the "
+        "public rule chose, the budget certified (both units) and, for a method outside "
+        "its regime, the reason it did not run."
+    ),
     "privacy_audit": (
         "One row per estimator, canary and claim: the neighbouring relation, the claim, "
         "trials per side, the claimed epsilon at delta, the audited lower bound "
@@ -126,8 +142,33 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     ),
 }
 
+#: What each extra view of a kind holds or draws (``StudyKind.views`` and ``view_figures``).
+VIEW_DESCRIPTIONS: dict[tuple[str, str], str] = {
+    ("benchmark", "leaderboard"): (
+        "Leaderboard per epsilon: for each private method, the datasets it ran on, its mean "
+        "rank by mean test MSE (1 = best) with the standard error across datasets, its wins, "
+        "and the geometric mean over datasets of its test MSE divided by non-private "
+        "OLS's, with a 95% band from the spread across datasets."
+    ),
+    ("benchmark", "profile"): (
+        "The performance profile's curves as numbers: per epsilon, method and factor tau, "
+        "the share of datasets on which the method's mean test MSE is within tau of the "
+        "best private method's."
+    ),
+    ("benchmark", "recommendation"): (
+        "Recommendation map: for each region of n/d and each epsilon, the private method "
+        "with the best mean rank over the region's datasets, its mean rank and wins, the "
+        "runner-up and its mean rank, and how many datasets are the evidence."
+    ),
+    ("benchmark", "heatmap"): (
+        "log10 of each method's mean test MSE over non-private OLS's, per dataset (rows, "
+        "ordered by n/d) and method (columns), one panel per epsilon; blank: not run "
+        "(outside the method's regime)."
+    ),
+}
+
 #: Kinds that run the lev2026 estimators on prepared datasets (their bounds matter).
-_REGRESSION_DATA_KINDS = frozenset({"eps_grid", "lev_table2"})
+_REGRESSION_DATA_KINDS = frozenset({"eps_grid", "lev_table2", "benchmark"})
 
 _GENERIC_TABLE = (
     "Per grid cell, the aggregates over trials of what the figure draws (mean, standard "
@@ -186,6 +227,7 @@ def study_caption(
     name: str,
     config: Mapping[str, Any],
     what: Literal["figure", "table"] = "figure",
+    view: str | None = None,
 ) -> str:
     """Return the report caption of one study's figure or table.
 
@@ -197,6 +239,9 @@ def study_caption(
         The whole workflow config (the study's datasets are looked up in it).
     what : {"figure", "table"}
         Which artifact the caption is for.
+    view : str, optional
+        An extra view of the study's kind (``StudyKind.views`` / ``view_figures``)
+        instead of its main table or figure.
 
     Returns
     -------
@@ -218,7 +263,11 @@ def study_caption(
     kind, paper = study["kind"], study.get("paper", "")
     title = _rst_text(str(study.get("title") or name))
     lines = [f"**{title}** (study ``{name}``, paper ``{paper}``, kind ``{kind}``)."]
-    if what == "figure":
+    if view is not None:
+        text = VIEW_DESCRIPTIONS.get((kind, view))
+        if text is None:
+            raise KeyError(f"no description for view {view!r} of kind {kind!r} (captions.py)")
+    elif what == "figure":
         text = FIGURE_DESCRIPTIONS.get(kind)
         if text is None:
             raise KeyError(f"no figure description for study kind {kind!r} (captions.py)")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from dpreg.experiments import (
+    benchmark,
     brown2024,
     choquettechoo2023,
     lev2026_clipping,
@@ -51,6 +52,7 @@ BUILTIN_KINDS: Mapping[str, StudyKind] = MappingProxyType(
             choquettechoo2023.SOCP_BOUND,
             choquettechoo2023.QUOTED,
             privacy_audit.PRIVACY_AUDIT,
+            benchmark.BENCHMARK,
         )
     }
 )

@@ -103,3 +103,23 @@ def summarise_study(
 def draw_study_figure(kind: str, table: pd.DataFrame, *, title: str | None = None) -> Any:
     """Draw a study's figure from its aggregated table."""
     return get_kind(kind).figure(table, title=title)
+
+
+def study_view(kind: str, view: str, table: pd.DataFrame) -> pd.DataFrame:
+    """Compute an extra table of a study from its table (``StudyKind.views``)."""
+    views = get_kind(kind).views
+    if view not in views:
+        raise ValueError(f"study kind {kind!r} has no view {view!r}; views: {sorted(views)}")
+    return views[view](table)
+
+
+def draw_study_view_figure(
+    kind: str, view: str, table: pd.DataFrame, *, title: str | None = None
+) -> Any:
+    """Draw an extra figure of a study from its table (``StudyKind.view_figures``)."""
+    figures = get_kind(kind).view_figures
+    if view not in figures:
+        raise ValueError(
+            f"study kind {kind!r} has no view figure {view!r}; view figures: {sorted(figures)}"
+        )
+    return figures[view](table, title=title)

@@ -55,6 +55,13 @@ class StudyKind:
         The kind's typed parameter spec (:mod:`dpreg.experiments.params`). When given,
         ``required`` and ``optional`` are derived from it and :meth:`validate_cell`
         checks every value's type and range before ``check_cell``.
+    views : mapping of str to callable, optional
+        Further tables computed from the study's table, ``view(table) -> DataFrame``
+        (deterministic), written by the workflow to
+        ``results/tables/{paper}/{study}/{name}.csv|md``.
+    view_figures : mapping of str to callable, optional
+        Further figures drawn from the study's table, ``figure(table, *, title)``,
+        written to ``results/figures/{paper}/{study}/{name}.png|pdf``.
     """
 
     name: str
@@ -65,6 +72,8 @@ class StudyKind:
     optional: frozenset[str] = field(default_factory=frozenset)
     check_cell: Callable[[Mapping[str, Any]], None] | None = None
     params: type[KindParams] | None = None
+    views: Mapping[str, Callable[[pd.DataFrame], pd.DataFrame]] = field(default_factory=dict)
+    view_figures: Mapping[str, FigureFn] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.params is not None:

@@ -1,0 +1,177 @@
+r"""Synthetic regression designs that stress the regimes of private regression.
+
+The benchmark (``docs/benchmark.md``) runs every method on the 30 offline datasets of
+Lev et al. (2026) and on these designs, which vary one thing at a time that decides
+which private method wins: the ratio n/d, the conditioning of the design and the tails
+of the residuals. Each design is a linear model
+
+.. math::
+
+    x \sim N(0, \Sigma),\quad \operatorname{tr}\Sigma = d, \qquad
+    y = x^\top\theta + \sigma e,\quad \|\theta\| = 1,
+
+with :math:`\Sigma = I` (``covariance: isotropic``) or eigenvalues spaced geometrically
+over ``condition_number`` (``anisotropic``, rescaled to trace d), and :math:`e` standard
+Gaussian or Student-t with 3 degrees of freedom scaled to unit variance
+(``noise: student_t3``: heavy tails). The public bounds are fixed by the design, not
+read off the draw, exactly like the ``lev_*`` loaders' public bounds: rows are divided
+by :math:`C_X = 2\sqrt d` and :math:`y` by :math:`C_Y = 3\sqrt{1 + \sigma^2}` (its
+standard deviation when :math:`\Sigma` is isotropic), then projected onto the unit ball
+and :math:`[-1, 1]` when beyond them. ``n`` training rows and ``n_test`` held-out rows
+are drawn independently from ``default_rng(seed)``; the loader returns the training
+rows and :func:`load_regime_split` both.
+
+Examples
+--------
+>>> train, test = load_regime_split(n=200, d=5, n_test=50, seed=1)
+>>> train.n, test.n, bool((np.linalg.norm(train.X, axis=1) <= 1).all())
+(200, 50, True)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dpreg.data.datasets import Dataset
+
+__all__ = ["COVARIANCES", "LOADERS", "NOISES", "load_regime", "load_regime_split"]
+
+COVARIANCES = ("isotropic", "anisotropic")
+NOISES = ("gaussian", "student_t3")
+
+
+def _int(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def _real(value: Any, name: str, minimum: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating):
+        raise ValueError(f"{name} must be a number; got {value!r}")
+    value = float(value)
+    if not (math.isfinite(value) and value >= minimum):
+        raise ValueError(f"{name} must be a finite number >= {minimum:g}; got {value!r}")
+    return value
+
+
+def _project(
+    X: np.ndarray, y: np.ndarray, bound_X: float, bound_y: float
+) -> tuple[np.ndarray, np.ndarray]:
+    X = X / bound_X
+    norms = np.linalg.norm(X, axis=1)
+    X = X / np.maximum(norms, 1.0)[:, None]
+    return X, np.clip(y / bound_y, -1.0, 1.0)
+
+
+def load_regime_split(
+    *,
+    n: int,
+    d: int,
+    n_test: int | None = None,
+    covariance: str = "isotropic",
+    condition_number: float = 1.0,
+    noise: str = "gaussian",
+    sigma: float = 0.5,
+    seed: int = 0,
+    fetcher: Any = None,
+) -> tuple[Dataset, Dataset]:
+    """Draw a design's training and held-out rows (module docstring).
+
+    Parameters
+    ----------
+    n, d : int
+        Training rows and dimension.
+    n_test : int, optional
+        Held-out rows (default ``max(n // 4, 1)``).
+    covariance : {"isotropic", "anisotropic"}
+    condition_number : float
+        Largest over smallest eigenvalue of an anisotropic design (>= 1).
+    noise : {"gaussian", "student_t3"}
+    sigma : float
+        Noise standard deviation (>= 0).
+    seed : int
+        Seed of theta, the rotation, the rows and the noise.
+    fetcher : ignored
+        Accepted like every loader's (nothing is downloaded).
+
+    Returns
+    -------
+    train, test : Dataset
+        Rows within the unit ball, ``|y| <= 1``; ``preprocessing`` records the design
+        and the public bounds.
+    """
+    del fetcher
+    n, d = _int(n, "n", 2), _int(d, "d", 1)
+    n_test = max(n // 4, 1) if n_test is None else _int(n_test, "n_test", 1)
+    if covariance not in COVARIANCES:
+        raise ValueError(f"covariance must be one of {COVARIANCES}; got {covariance!r}")
+    if noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES}; got {noise!r}")
+    kappa = _real(condition_number, "condition_number", 1.0)
+    sigma = _real(sigma, "sigma", 0.0)
+    seed = _int(seed, "seed", 0)
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(d)
+    theta /= np.linalg.norm(theta)
+    scales = np.ones(d)
+    rotation = None
+    if covariance == "anisotropic":
+        scales = np.sqrt(kappa ** (-np.arange(d) / max(d - 1, 1)))
+        scales *= math.sqrt(d) / np.linalg.norm(scales)  # trace d
+        rotation, r = np.linalg.qr(rng.standard_normal((d, d)))
+        rotation *= np.sign(np.diag(r))
+    m = n + n_test
+    X = rng.standard_normal((m, d)) * scales
+    if rotation is not None:
+        X = X @ rotation.T
+    e = rng.standard_normal(m)
+    if noise == "student_t3":
+        e = rng.standard_t(3, size=m) / math.sqrt(3.0)
+    y = X @ theta + sigma * e
+    bound_X, bound_y = 2.0 * math.sqrt(d), 3.0 * math.sqrt(1.0 + sigma**2)
+    X, y = _project(X, y, bound_X, bound_y)
+    design = {
+        "step": "regime",
+        "n": n,
+        "n_test": n_test,
+        "d": d,
+        "covariance": covariance,
+        "condition_number": kappa,
+        "noise": noise,
+        "sigma": sigma,
+        "seed": seed,
+        "public_bound_X": bound_X,
+        "public_bound_y": bound_y,
+        "clipped_rows": "rows beyond the public bounds are projected onto them",
+    }
+    name = f"regime_n{n}_d{d}"
+    desc = (
+        f"synthetic design: n = {n}, d = {d}, {covariance} (condition {kappa:g}), "
+        f"{noise} noise, sigma = {sigma:g}, seed {seed}"
+    )
+
+    def part(rows: slice, label: str) -> Dataset:
+        return Dataset(
+            name=name,
+            X=X[rows],
+            y=y[rows],
+            description=f"{desc}: {label} rows",
+            preprocessing=({**design, "rows": label},),
+        )
+
+    return part(slice(0, n), "train"), part(slice(n, m), "test")
+
+
+def load_regime(**options: Any) -> Dataset:
+    """Return the training rows of :func:`load_regime_split` (the registered loader)."""
+    return load_regime_split(**options)[0]
+
+
+load_regime.split = load_regime_split  # type: ignore[attr-defined]
+
+#: The loaders of this module by dataset name (the registry is :mod:`dpreg.data.loaders`).
+LOADERS = {"regime": load_regime}

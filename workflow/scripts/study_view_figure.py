@@ -1,0 +1,16 @@
+"""Draw an extra figure of a study (a view figure of its kind) from the study's table."""
+
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+
+import pandas as pd  # noqa: E402
+
+from dpreg.experiments.studies import draw_study_view_figure  # noqa: E402
+from dpreg.plotting.studies import save_figure  # noqa: E402
+
+params = snakemake.params.study  # noqa: F821
+view = snakemake.wildcards.view  # noqa: F821
+table = pd.read_csv(snakemake.input.table)  # noqa: F821
+figure = draw_study_view_figure(params["kind"], view, table, title=params["title"])
+save_figure(figure, snakemake.output.png, snakemake.output.pdf)  # noqa: F821
