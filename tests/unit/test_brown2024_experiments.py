@@ -42,7 +42,7 @@ def _run(kind_name, cells, trials):
     for c in cells:
         c = {**c, "conversion": "tight"}
         kind.check_keys("s", set(c))
-        kind.check_cell(c)
+        kind.validate_cell(c)
         runs.append(kind.run(c, trials=trials, first_trial=0, seed=5, data=None))
     runs = pd.concat(runs, ignore_index=True)
     assert {"trial", "seed", "rho", "epsilon", "delta"} <= set(runs.columns)
@@ -162,20 +162,22 @@ def test_claims_flag_failures():
 @pytest.mark.parametrize(
     "kind,cell,match",
     [
-        ("brown_error_vs_dim", dict(p=1), "p must"),
-        ("brown_error_vs_dim", dict(p=5, design="sparse"), "design"),
-        ("brown_cost_of_privacy", dict(n=5, p=10), "n must"),
-        ("brown_cost_of_privacy", dict(n=500, p=10, rho=-1.0), "rho"),
-        ("brown_clip_heatmap", dict(p=5, gamma=[1.0, math.inf]), "gamma"),
-        ("brown_bias_variance", dict(n=500, p=5, clip_scales=[0.0]), "clip_scales"),
-        ("brown_ci", dict(n=500, p=5, total_steps=25), "total_steps"),
-        ("brown_ci", dict(n=500, p=5, total_steps=200, methods=["bootstrap"]), "methods"),
-        ("brown_ci", dict(n=500, p=5, total_steps=200, alpha=2.0), "alpha"),
+        ("brown_error_vs_dim", dict(p=1), "^brown_error_vs_dim: p must be >= 2"),
+        ("brown_error_vs_dim", dict(p=5, design="sparse"), "^brown_error_vs_dim: design must"),
+        ("brown_cost_of_privacy", dict(n=5, p=10), r"^brown_cost_of_privacy: n must exceed p \+ 1"),
+        ("brown_cost_of_privacy", dict(n=500, p=10, rho=-1.0), "^brown_cost_of_privacy: rho must"),
+        ("brown_clip_heatmap", dict(p=5, gamma=[1.0, math.inf]), "^brown_clip_heatmap: gamma must"),
+        ("brown_bias_variance", dict(n=500, p=5, clip_scales=[0.0]), "clip_scales must be > 0"),
+        ("brown_error_vs_clipping", dict(n=6, p=5, clip_scales=1), "^brown_error_vs_clipping: n"),
+        ("brown_ci", dict(n=500, p=5, total_steps=25), "^brown_ci: need total_steps - burn_in"),
+        ("brown_ci", dict(n=500, p=5, total_steps=200, m=1), "^brown_ci: m must be >= 2"),
+        ("brown_ci", dict(n=500, p=5, total_steps=200, methods=["bootstrap"]), "brown_ci: methods"),
+        ("brown_ci", dict(n=500, p=5, total_steps=200, alpha=2.0), r"brown_ci: alpha must lie in"),
     ],
 )
 def test_bad_cells(kind, cell, match):
     with pytest.raises(ValueError, match=match):
-        get_kind(kind).check_cell(cell)
+        get_kind(kind).validate_cell(cell)
 
 
 def test_unknown_key():
