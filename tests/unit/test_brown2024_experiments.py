@@ -9,31 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpreg.experiments import brown2024 as exp
 from dpreg.experiments.claims import check_claims
 from dpreg.experiments.kinds import get_kind
 
 matplotlib.use("Agg")
-
-
-def test_data_designs():
-    X, y, theta = exp.brown_data(40000, 6, rng=np.random.default_rng(0), design="anisotropic")
-    assert np.linalg.norm(theta) == pytest.approx(1.0)
-    n, p = X.shape
-    eig = np.linalg.eigvalsh(X.T @ X / n)
-    # population spectrum {2, 1, U[1, 2]...}: the sample extremes move by O(lambda sqrt(p/n))
-    # (Marchenko-Pastur edge); five times that scale
-    edge = 5 * np.sqrt(p / n)
-    assert eig.min() == pytest.approx(1.0, abs=1.0 * edge)
-    assert eig.max() == pytest.approx(2.0, abs=2.0 * edge)
-    resid = y - X @ theta  # N(0, 1) noise: SE of the mean 1/sqrt(n), of the sd 1/sqrt(2n)
-    assert resid.mean() == pytest.approx(0.0, abs=5 / np.sqrt(n))
-    assert resid.std() == pytest.approx(1.0, abs=5 / np.sqrt(2 * n))
-    X, _, _ = exp.brown_data(n, p, rng=np.random.default_rng(0), noise_mean=1.0)
-    # entries of X'X/n: SE 1/sqrt(n) off the diagonal, sqrt(2/n) on it
-    assert np.allclose(X.T @ X / n, np.eye(p), rtol=0, atol=5 * np.sqrt(2 / n))
-    with pytest.raises(ValueError, match="design"):
-        exp.brown_data(10, 2, rng=np.random.default_rng(0), design="sparse")
 
 
 def _run(kind_name, cells, trials):

@@ -19,9 +19,10 @@ Study kinds (see :mod:`dpreg.experiments.kinds`; figures in :mod:`dpreg.plotting
     non-private OLS interval width and coverage of the Huber target beside
     :math:`\hat\theta`.
 
-Data (Section 4; App. B): :math:`\theta^*` uniform on the unit sphere, :math:`\xi_i \sim
-N(\mu_\xi, \sigma^2)` with :math:`\mu_\xi = 0` (the paper; the authors' scripts use 1,
-notes §5.0 -- option ``noise_mean``), :math:`x_i \sim N(0, I)` (``design: isotropic``) or
+Data (Section 4; App. B; :class:`~dpreg.data.synthetic.BrownDGP`): :math:`\theta^*`
+uniform on the unit sphere, :math:`\xi_i \sim N(\mu_\xi, \sigma^2)` with
+:math:`\mu_\xi = 0` (the paper; the authors' scripts use 1, notes §5.0 -- option
+``noise_mean``), :math:`x_i \sim N(0, I)` (``design: isotropic``) or
 :math:`N(0, U\Lambda U^\top)` with :math:`\Lambda = \mathrm{diag}(2, 1, u_3, \dots, u_p)`,
 :math:`u_i \sim U[1, 2]` and :math:`U` Haar on SO(p), drawn per data set
 (``design: anisotropic``). DP-GD (:func:`~dpreg.estimators.dpgd.fit_dp_gd`) uses
@@ -38,9 +39,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import special_ortho_group
 
 from dpreg.data.datasets import Dataset
+from dpreg.data.synthetic import BROWN_DESIGNS, BrownDGP
 from dpreg.estimators.adassp import MECHANISMS as ADASSP_MECHANISMS
 from dpreg.estimators.adassp import fit_adassp
 from dpreg.estimators.dpgd import fit_dp_gd
@@ -79,7 +80,6 @@ __all__ = [
     "BrownErrorVsClippingParams",
     "BrownErrorVsDimParams",
     "BrownParams",
-    "brown_data",
     "run_ci",
     "run_clip_heatmap",
     "run_clip_sweep",
@@ -92,7 +92,7 @@ __all__ = [
     "summarise_error_vs_dim",
 ]
 
-DESIGNS = ("isotropic", "anisotropic")
+DESIGNS = BROWN_DESIGNS
 CI_METHODS = ("independent_runs", "checkpoints", "batched_means")
 DEFAULT_DELTA = 1e-6  # footnote 2: rho = 0.015 is (0.925, 1e-6)-DP
 
@@ -285,31 +285,22 @@ def _params(spec: type[KindParams], cell: Mapping[str, Any]) -> Any:
 # ----------------------------------------------------------------------------- data
 
 
-def brown_data(
+def _draw_data(
     n: int,
     p: int,
     *,
     rng: np.random.Generator,
-    design: str = "isotropic",
+    design: str,
     sigma: float = 1.0,
     noise_mean: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""Draw one synthetic data set of Section 4 / App. B: ``(X, y, theta_star)``.
+    """One data set of :class:`~dpreg.data.synthetic.BrownDGP`: ``(X, y, theta_star)``.
 
-    Draw order: :math:`\theta^*` (normalised :math:`N(0, I_p)`), then for the anisotropic
-    design :math:`u_3..u_p` and the rotation, then X, then the noise.
+    Draws the truth then the data from ``rng`` (the order the studies' results rely on).
     """
-    if design not in DESIGNS:
-        raise ValueError(f"design must be one of {DESIGNS}; got {design!r}")
-    theta = rng.standard_normal(p)
-    theta /= np.linalg.norm(theta)
-    G = rng.standard_normal((n, p))
-    if design == "anisotropic":
-        lam = np.concatenate([[2.0, 1.0], rng.uniform(1.0, 2.0, size=max(p - 2, 0))])[:p]
-        U = special_ortho_group.rvs(p, random_state=rng) if p > 1 else np.ones((1, 1))
-        G = G @ (U * np.sqrt(lam)).T  # rows ~ N(0, U diag(lam) U^T)
-    y = G @ theta + noise_mean + sigma * rng.standard_normal(n)
-    return G, y, theta
+    dgp = BrownDGP.draw(rng=rng, p=p, design=design, sigma=sigma, noise_mean=noise_mean)
+    data = dgp.sample(n, rng=rng)
+    return data.X, data.y, dgp.theta
 
 
 def _ols(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -389,7 +380,7 @@ def run_error_vs_dim(
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
-        X, y, truth = brown_data(
+        X, y, truth = _draw_data(
             n,
             p,
             rng=rng,
@@ -473,7 +464,7 @@ def run_cost_of_privacy(
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
-        X, y, truth = brown_data(
+        X, y, truth = _draw_data(
             n,
             p,
             rng=rng,
@@ -575,7 +566,7 @@ def run_clip_heatmap(
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
-        X, y, _ = brown_data(n, p, rng=rng, design=P.design)
+        X, y, _ = _draw_data(n, p, rng=rng, design=P.design)
         for gamma in _as_list(P.gamma):
             fit = _dpgd(X, y, P, rng=rng, clip=float(gamma))
             rows.append(
@@ -607,7 +598,7 @@ def summarise_clip_heatmap(
 def _fixed_data(
     P: BrownBiasVarianceParams | BrownCIParams,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return brown_data(
+    return _draw_data(
         int(P.n),
         int(P.p),
         rng=np.random.default_rng(int(P.data_seed)),
