@@ -9,31 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpreg.experiments import brown2024 as exp
 from dpreg.experiments.claims import check_claims
 from dpreg.experiments.kinds import get_kind
 
 matplotlib.use("Agg")
-
-
-def test_data_designs():
-    X, y, theta = exp.brown_data(40000, 6, rng=np.random.default_rng(0), design="anisotropic")
-    assert np.linalg.norm(theta) == pytest.approx(1.0)
-    n, p = X.shape
-    eig = np.linalg.eigvalsh(X.T @ X / n)
-    # population spectrum {2, 1, U[1, 2]...}: the sample extremes move by O(lambda sqrt(p/n))
-    # (Marchenko-Pastur edge); five times that scale
-    edge = 5 * np.sqrt(p / n)
-    assert eig.min() == pytest.approx(1.0, abs=1.0 * edge)
-    assert eig.max() == pytest.approx(2.0, abs=2.0 * edge)
-    resid = y - X @ theta  # N(0, 1) noise: SE of the mean 1/sqrt(n), of the sd 1/sqrt(2n)
-    assert resid.mean() == pytest.approx(0.0, abs=5 / np.sqrt(n))
-    assert resid.std() == pytest.approx(1.0, abs=5 / np.sqrt(2 * n))
-    X, _, _ = exp.brown_data(n, p, rng=np.random.default_rng(0), noise_mean=1.0)
-    # entries of X'X/n: SE 1/sqrt(n) off the diagonal, sqrt(2/n) on it
-    assert np.allclose(X.T @ X / n, np.eye(p), rtol=0, atol=5 * np.sqrt(2 / n))
-    with pytest.raises(ValueError, match="design"):
-        exp.brown_data(10, 2, rng=np.random.default_rng(0), design="sparse")
 
 
 def _run(kind_name, cells, trials):
@@ -42,7 +21,7 @@ def _run(kind_name, cells, trials):
     for c in cells:
         c = {**c, "conversion": "tight"}
         kind.check_keys("s", set(c))
-        kind.check_cell(c)
+        kind.validate_cell(c)
         runs.append(kind.run(c, trials=trials, first_trial=0, seed=5, data=None))
     runs = pd.concat(runs, ignore_index=True)
     assert {"trial", "seed", "rho", "epsilon", "delta"} <= set(runs.columns)
@@ -162,20 +141,22 @@ def test_claims_flag_failures():
 @pytest.mark.parametrize(
     "kind,cell,match",
     [
-        ("brown_error_vs_dim", dict(p=1), "p must"),
-        ("brown_error_vs_dim", dict(p=5, design="sparse"), "design"),
-        ("brown_cost_of_privacy", dict(n=5, p=10), "n must"),
-        ("brown_cost_of_privacy", dict(n=500, p=10, rho=-1.0), "rho"),
-        ("brown_clip_heatmap", dict(p=5, gamma=[1.0, math.inf]), "gamma"),
-        ("brown_bias_variance", dict(n=500, p=5, clip_scales=[0.0]), "clip_scales"),
-        ("brown_ci", dict(n=500, p=5, total_steps=25), "total_steps"),
-        ("brown_ci", dict(n=500, p=5, total_steps=200, methods=["bootstrap"]), "methods"),
-        ("brown_ci", dict(n=500, p=5, total_steps=200, alpha=2.0), "alpha"),
+        ("brown_error_vs_dim", dict(p=1), "^brown_error_vs_dim: p must be >= 2"),
+        ("brown_error_vs_dim", dict(p=5, design="sparse"), "^brown_error_vs_dim: design must"),
+        ("brown_cost_of_privacy", dict(n=5, p=10), r"^brown_cost_of_privacy: n must exceed p \+ 1"),
+        ("brown_cost_of_privacy", dict(n=500, p=10, rho=-1.0), "^brown_cost_of_privacy: rho must"),
+        ("brown_clip_heatmap", dict(p=5, gamma=[1.0, math.inf]), "^brown_clip_heatmap: gamma must"),
+        ("brown_bias_variance", dict(n=500, p=5, clip_scales=[0.0]), "clip_scales must be > 0"),
+        ("brown_error_vs_clipping", dict(n=6, p=5, clip_scales=1), "^brown_error_vs_clipping: n"),
+        ("brown_ci", dict(n=500, p=5, total_steps=25), "^brown_ci: need total_steps - burn_in"),
+        ("brown_ci", dict(n=500, p=5, total_steps=200, m=1), "^brown_ci: m must be >= 2"),
+        ("brown_ci", dict(n=500, p=5, total_steps=200, methods=["bootstrap"]), "brown_ci: methods"),
+        ("brown_ci", dict(n=500, p=5, total_steps=200, alpha=2.0), r"brown_ci: alpha must lie in"),
     ],
 )
 def test_bad_cells(kind, cell, match):
     with pytest.raises(ValueError, match=match):
-        get_kind(kind).check_cell(cell)
+        get_kind(kind).validate_cell(cell)
 
 
 def test_unknown_key():

@@ -25,8 +25,7 @@ SIM_CELL = {
 
 def _study(kind: str, cell: dict, trials: int = 1) -> pd.DataFrame:
     k = get_kind(kind)
-    if k.check_cell is not None:
-        k.check_cell(cell)
+    k.validate_cell(cell)
     runs = k.run(cell, trials=trials, first_trial=0, seed=7, data=None)
     assert {"trial", "seed"} <= set(runs.columns)
     assert len(runs) % trials == 0
@@ -63,14 +62,16 @@ def test_linreg_sim_is_deterministic_per_seed():
 
 def test_sim_cell_validation():
     k = get_kind("ftrl_linreg_sim")
-    with pytest.raises(ValueError, match="panel"):
-        k.check_cell({**SIM_CELL, "panel": "n"})
-    with pytest.raises(ValueError, match="mechanism"):
-        k.check_cell({**SIM_CELL, "mechanism": ["sgd", "tree"]})
-    with pytest.raises(ValueError, match="unstable"):
-        k.check_cell({**SIM_CELL, "eta": 0.5})
-    with pytest.raises(ValueError, match="nu"):
-        k.check_cell({**SIM_CELL, "nu": 1.5})
+    with pytest.raises(ValueError, match="^ftrl_linreg_sim: panel must be one of"):
+        k.validate_cell({**SIM_CELL, "panel": "n"})
+    with pytest.raises(ValueError, match="^ftrl_linreg_sim: mechanism must be one of"):
+        k.validate_cell({**SIM_CELL, "mechanism": ["sgd", "tree"]})
+    with pytest.raises(ValueError, match="^ftrl_linreg_sim: eta=0.5 is unstable"):
+        k.validate_cell({**SIM_CELL, "eta": 0.5})
+    with pytest.raises(ValueError, match="^ftrl_linreg_sim: nu must be 'eta_mu' or lie in"):
+        k.validate_cell({**SIM_CELL, "nu": 1.5})
+    with pytest.raises(ValueError, match=r"^ftrl_linreg_sim: tail_fraction must lie in \(0, 1\]"):
+        k.validate_cell({**SIM_CELL, "tail_fraction": 1.5})
     with pytest.raises(ValueError, match="unknown key"):
         k.check_keys("s", {"panel", "mechanism", "epsilon"})
 
@@ -89,10 +90,10 @@ def test_mean_ratio_and_tables_and_quoted():
     q = _study("ftrl_quoted", {})
     assert (q["status"] == "quoted from the paper, not reproduced").all()
     assert 69.26 in set(q["value"])
-    with pytest.raises(ValueError, match="table must be"):
-        get_kind("ftrl_theory_table").check_cell({"table": "table5"})
-    with pytest.raises(ValueError, match="families"):
-        get_kind("ftrl_theory_table").check_cell({"table": "table4", "families": ["cubic"]})
+    with pytest.raises(ValueError, match="^ftrl_theory_table: table must be"):
+        get_kind("ftrl_theory_table").validate_cell({"table": "table5"})
+    with pytest.raises(ValueError, match="^ftrl_theory_table: families must be one of"):
+        get_kind("ftrl_theory_table").validate_cell({"table": "table4", "families": ["cubic"]})
     sim = _study("ftrl_linreg_sim", SIM_CELL, trials=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -122,12 +123,14 @@ def test_mean_ratio_and_tables_and_quoted():
 
 def test_socp_cell_validation():
     k = get_kind("ftrl_socp_bound")
-    with pytest.raises(ValueError, match="kappa"):
-        k.check_cell({"kappas": [0.5, 2.0]})
-    with pytest.raises(ValueError, match="multiplier"):
-        k.check_cell({"multiplier": "odd"})
-    with pytest.raises(ValueError, match="eta"):
-        k.check_cell({"eta": 2.0})
+    with pytest.raises(ValueError, match="^ftrl_socp_bound: kappas must be >= 1"):
+        k.validate_cell({"kappas": [0.5, 2.0]})
+    with pytest.raises(ValueError, match="^ftrl_socp_bound: kappas must be a non-empty list"):
+        k.validate_cell({"kappas": []})
+    with pytest.raises(ValueError, match="^ftrl_socp_bound: multiplier must be one of"):
+        k.validate_cell({"multiplier": "odd"})
+    with pytest.raises(ValueError, match=r"^ftrl_socp_bound: eta \* L must be <= 1"):
+        k.validate_cell({"eta": 2.0})
 
 
 def test_table3_kind_and_claims():
@@ -136,7 +139,7 @@ def test_table3_kind_and_claims():
     me = out[out["claim"].str.startswith("ME")]
     assert list(me["passed"]) == ["yes"]
     with pytest.raises(ValueError, match="T <= 128"):
-        get_kind("ftrl_theory_table").check_cell({"table": "table3", "T": 500})
+        get_kind("ftrl_theory_table").validate_cell({"table": "table3", "T": 500})
     assert t3.set_index("variant").loc["FFT", "built"]
     multi = _study(
         "ftrl_theory_table",
@@ -145,7 +148,7 @@ def test_table3_kind_and_claims():
     assert set(multi["participations"]) == {2}
     out = check_claims("choquettechoo2023", {"t3": multi})["claims"]
     assert list(out[out["claim"].str.startswith("ME")]["passed"]) == ["yes"]
-    check = get_kind("ftrl_theory_table").check_cell
+    check = get_kind("ftrl_theory_table").validate_cell
     with pytest.raises(ValueError, match="separation"):
         check({"table": "table3", "T": 10, "participations": 2})
     with pytest.raises(ValueError, match="schema"):

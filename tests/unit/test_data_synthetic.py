@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from dpreg.data import (
+    BrownDGP,
     IVLinearDGP,
     LinearGaussianDGP,
     SyntheticDGP,
@@ -18,6 +19,7 @@ from dpreg.estimators.ols import two_sls_reference
 SPECS = {
     "linear_gaussian": {"d": 4, "sigma": 0.5, "covariance": "anisotropic"},
     "iv_linear": {"p": 2, "q": 3, "r": 2},
+    "brown2024": {"p": 4, "design": "anisotropic", "noise_mean": 1.0},
 }
 
 
@@ -119,3 +121,63 @@ def test_iv_linear_matches_liang2025_dgp():
 def test_bad_inputs(call, exc, match):
     with pytest.raises(exc, match=match):
         call(np.random.default_rng(0))
+
+
+def test_brown2024_designs():
+    """Brown et al. (2024), Section 4 / App. B: theta* on the sphere, the two designs."""
+    rng = np.random.default_rng(0)
+    dgp = BrownDGP.draw(rng=rng, p=6, design="anisotropic")
+    data = dgp.sample(40000, rng=rng)
+    X, y, theta = data.X, data.y, dgp.theta
+    assert np.linalg.norm(theta) == pytest.approx(1.0)
+    n, p = X.shape
+    eig = np.linalg.eigvalsh(X.T @ X / n)
+    # population spectrum {2, 1, U[1, 2]...}: the sample extremes move by O(lambda sqrt(p/n))
+    # (Marchenko-Pastur edge); five times that scale
+    edge = 5 * np.sqrt(p / n)
+    assert eig.min() == pytest.approx(1.0, abs=1.0 * edge)
+    assert eig.max() == pytest.approx(2.0, abs=2.0 * edge)
+    resid = y - X @ theta  # N(0, 1) noise: SE of the mean 1/sqrt(n), of the sd 1/sqrt(2n)
+    assert resid.mean() == pytest.approx(0.0, abs=5 / np.sqrt(n))
+    assert resid.std() == pytest.approx(1.0, abs=5 / np.sqrt(2 * n))
+    rng = np.random.default_rng(0)
+    shifted = make_dgp("brown2024", rng=rng, p=p, noise_mean=1.0)
+    data = shifted.sample(n, rng=rng)
+    # entries of X'X/n: SE 1/sqrt(n) off the diagonal, sqrt(2/n) on it
+    assert np.allclose(data.X.T @ data.X / n, np.eye(p), rtol=0, atol=5 * np.sqrt(2 / n))
+    resid = data.y - data.X @ shifted.theta
+    assert resid.mean() == pytest.approx(1.0, abs=5 / np.sqrt(n))
+    assert shifted.params() == {"p": p, "design": "isotropic", "sigma": 1.0, "noise_mean": 1.0}
+    with pytest.raises(ValueError, match="design"):
+        BrownDGP.draw(rng=np.random.default_rng(0), p=2, design="sparse")
+    with pytest.raises(ValueError, match="sigma"):
+        BrownDGP.draw(rng=np.random.default_rng(0), p=2, sigma=-1.0)
+
+
+@pytest.mark.parametrize("design", ["isotropic", "anisotropic"])
+@pytest.mark.parametrize("p", [1, 2, 5])
+def test_brown2024_draw_order_is_pinned(design, p):
+    """theta*, then the N(0, 1) design, then (anisotropic) u_3..u_p and U, then the noise.
+
+    The Brown et al. studies draw every data set in this order from one Generator; a
+    change of order would change every published table, so it is spelled out here.
+    """
+    from scipy.stats import special_ortho_group
+
+    n, sigma, mu = 30, 0.7, 0.3
+    rng = np.random.default_rng([5, p])
+    dgp = BrownDGP.draw(rng=rng, p=p, design=design, sigma=sigma, noise_mean=mu)
+    data = dgp.sample(n, rng=rng)
+    ref = np.random.default_rng([5, p])
+    theta = ref.standard_normal(p)
+    theta /= np.linalg.norm(theta)
+    G = ref.standard_normal((n, p))
+    if design == "anisotropic":
+        lam = np.concatenate([[2.0, 1.0], ref.uniform(1.0, 2.0, size=max(p - 2, 0))])[:p]
+        U = special_ortho_group.rvs(p, random_state=ref) if p > 1 else np.ones((1, 1))
+        G = G @ (U * np.sqrt(lam)).T
+    y = G @ theta + mu + sigma * ref.standard_normal(n)
+    np.testing.assert_array_equal(dgp.theta, theta)
+    np.testing.assert_array_equal(data.X, G)
+    np.testing.assert_array_equal(data.y, y)
+    assert rng.standard_normal() == ref.standard_normal()  # both streams at the same place

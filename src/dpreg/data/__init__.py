@@ -30,6 +30,8 @@ from dpreg.data.preprocess import (
     zscore,
 )
 from dpreg.data.synthetic import (
+    BROWN_DESIGNS,
+    BrownDGP,
     IVLinearDGP,
     LinearGaussianDGP,
     SyntheticDGP,
@@ -40,12 +42,14 @@ from dpreg.data.synthetic import (
 from dpreg.data.uci import UCI_NAMES, load_uci
 
 __all__ = [
+    "BROWN_DESIGNS",
     "DATASET_LOADERS",
     "MANIFEST_ENV",
     "MIRROR_ENV",
     "UCI_NAMES",
     "DataDownloadError",
     "DataIntegrityError",
+    "BrownDGP",
     "DataUnavailableError",
     "Dataset",
     "IVLinearDGP",

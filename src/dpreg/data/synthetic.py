@@ -24,6 +24,8 @@ from dpreg._validation import check_matrix, check_positive, check_rng
 from dpreg.data.datasets import Dataset
 
 __all__ = [
+    "BROWN_DESIGNS",
+    "BrownDGP",
     "IVLinearDGP",
     "LevClippingMLPDGP",
     "LinearGaussianDGP",
@@ -558,6 +560,123 @@ class LevClippingMLPDGP(SyntheticDGP):
         }
 
 
+#: Designs of :class:`BrownDGP`.
+BROWN_DESIGNS: tuple[str, ...] = ("isotropic", "anisotropic")
+
+
+@dataclass(frozen=True, eq=False)
+class BrownDGP(SyntheticDGP):
+    r"""Brown et al. (2024), Section 4 / App. B: linear model, isotropic or rotated design.
+
+    :math:`\theta^*` is uniform on the unit sphere (drawn once by :meth:`draw`). Each data
+    set (:meth:`sample`) has rows :math:`x_i \sim N(0, I_p)` (``isotropic``) or
+    :math:`N(0, U\Lambda U^\top)` with :math:`\Lambda = \mathrm{diag}(2, 1, u_3, \dots,
+    u_p)`, :math:`u_i \sim U[1, 2]` and :math:`U` Haar on SO(p), drawn anew per data set
+    (``anisotropic``), and :math:`y_i = x_i^\top\theta^* + \xi_i` with
+    :math:`\xi_i \sim N(\mu_\xi, \sigma^2)` (the paper: :math:`\mu_\xi = 0`; the
+    authors' scripts use 1).
+
+    Draw order (the study's results depend on it): :meth:`draw` takes :math:`\theta^*`
+    (normalised :math:`N(0, I_p)`); :meth:`sample` takes the standard normal design
+    matrix, then (anisotropic) :math:`u_3..u_p` and the rotation, then the noise.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (p,)
+        :math:`\theta^*`.
+    design : {"isotropic", "anisotropic"}
+    sigma : float
+        :math:`\sigma`, the noise standard deviation.
+    noise_mean : float
+        :math:`\mu_\xi`.
+    """
+
+    name: ClassVar[str] = "brown2024"
+
+    theta: np.ndarray
+    design: str = "isotropic"
+    sigma: float = 1.0
+    noise_mean: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.design not in BROWN_DESIGNS:
+            raise ValueError(f"design must be one of {BROWN_DESIGNS}; got {self.design!r}")
+        theta = np.asarray(self.theta, dtype=np.float64)
+        if theta.ndim != 1 or theta.size == 0 or not np.isfinite(theta).all():
+            raise ValueError(f"theta must be a finite 1-D array; got shape {theta.shape}")
+        object.__setattr__(self, "theta", theta)
+        for nm in ("sigma", "noise_mean"):
+            v = getattr(self, nm)
+            if isinstance(v, bool) or not isinstance(v, int | float | np.floating):
+                raise ValueError(f"{nm} must be a number; got {v!r}")
+            if not np.isfinite(v) or (nm == "sigma" and v < 0):
+                raise ValueError(f"{nm} must be finite{' and >= 0' * (nm == 'sigma')}; got {v!r}")
+            object.__setattr__(self, nm, float(v))
+
+    @property
+    def p(self) -> int:
+        """Dimension."""
+        return int(self.theta.size)
+
+    @classmethod
+    def draw(
+        cls,
+        *,
+        rng: np.random.Generator,
+        p: int,
+        design: str = "isotropic",
+        sigma: float = 1.0,
+        noise_mean: float = 0.0,
+    ) -> BrownDGP:
+        r"""Draw :math:`\theta^*` (one ``standard_normal(p)``, normalised)."""
+        rng = check_rng(rng)
+        p = _check_dim(p, "p")
+        if design not in BROWN_DESIGNS:
+            raise ValueError(f"design must be one of {BROWN_DESIGNS}; got {design!r}")
+        theta = rng.standard_normal(p)
+        theta /= np.linalg.norm(theta)
+        return cls(theta=theta, design=design, sigma=sigma, noise_mean=noise_mean)
+
+    def sample(self, n: int, *, rng: np.random.Generator) -> Dataset:
+        """Sample ``n`` rows: the design, (anisotropic) its covariance, then the noise."""
+        rng = check_rng(rng)
+        n = _check_n(n)
+        p = self.p
+        X = rng.standard_normal((n, p))
+        if self.design == "anisotropic":
+            from scipy.stats import special_ortho_group
+
+            lam = np.concatenate([[2.0, 1.0], rng.uniform(1.0, 2.0, size=max(p - 2, 0))])[:p]
+            U = special_ortho_group.rvs(p, random_state=rng) if p > 1 else np.ones((1, 1))
+            X = X @ (U * np.sqrt(lam)).T  # rows ~ N(0, U diag(lam) U^T)
+        y = X @ self.theta + self.noise_mean + self.sigma * rng.standard_normal(n)
+        sources, steps = self._record(n)
+        return Dataset(
+            name=self.name,
+            X=X,
+            y=y,
+            sources=sources,
+            description=(
+                "Brown et al. (2024) Section 4: y = X theta* + N(noise_mean, sigma^2), rows"
+                f" N(0, I) or N(0, U Lambda U^T) ({self.design})"
+            ),
+            preprocessing=steps,
+        )
+
+    def truth(self) -> dict[str, np.ndarray]:
+        """Return ``{"theta": theta*}``."""
+        return {"theta": self.theta.copy()}
+
+    def params(self) -> dict[str, Any]:
+        """Return ``p``, ``design``, ``sigma`` and ``noise_mean``."""
+        return {
+            "p": self.p,
+            "design": self.design,
+            "sigma": self.sigma,
+            "noise_mean": self.noise_mean,
+        }
+
+
 _DGPS: dict[str, type[SyntheticDGP]] = {}
 
 
@@ -593,3 +712,4 @@ def make_dgp(name: str, *, rng: np.random.Generator, **params: Any) -> Synthetic
 register_dgp(LinearGaussianDGP)
 register_dgp(IVLinearDGP)
 register_dgp(LevClippingMLPDGP)
+register_dgp(BrownDGP)

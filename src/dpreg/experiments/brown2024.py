@@ -19,31 +19,44 @@ Study kinds (see :mod:`dpreg.experiments.kinds`; figures in :mod:`dpreg.plotting
     non-private OLS interval width and coverage of the Huber target beside
     :math:`\hat\theta`.
 
-Data (Section 4; App. B): :math:`\theta^*` uniform on the unit sphere, :math:`\xi_i \sim
-N(\mu_\xi, \sigma^2)` with :math:`\mu_\xi = 0` (the paper; the authors' scripts use 1,
-docs/notes/brown2024.md §5.0 -- option ``noise_mean``), :math:`x_i \sim N(0, I)`
-(``design: isotropic``) or :math:`N(0, U\Lambda U^\top)` with
-:math:`\Lambda = \mathrm{diag}(2, 1, u_3, \dots, u_p)`, :math:`u_i \sim U[1, 2]` and
-:math:`U` Haar on SO(p), drawn per data set (``design: anisotropic``). DP-GD
-(:func:`~dpreg.estimators.dpgd.fit_dp_gd`) uses :math:`\theta_0 = 0`,
-:math:`\gamma = c_\gamma\sqrt p` (``clip_scale``, default 5) and the zCDP noise of Lemma 2.1;
-its rows record the budget in both units.
+Data (Section 4; App. B; :class:`~dpreg.data.synthetic.BrownDGP`): :math:`\theta^*`
+uniform on the unit sphere, :math:`\xi_i \sim N(\mu_\xi, \sigma^2)` with
+:math:`\mu_\xi = 0` (the paper; the authors' scripts use 1, docs/notes/brown2024.md §5.0 -- option
+``noise_mean``), :math:`x_i \sim N(0, I)` (``design: isotropic``) or
+:math:`N(0, U\Lambda U^\top)` with :math:`\Lambda = \mathrm{diag}(2, 1, u_3, \dots, u_p)`,
+:math:`u_i \sim U[1, 2]` and :math:`U` Haar on SO(p), drawn per data set
+(``design: anisotropic``). DP-GD (:func:`~dpreg.estimators.dpgd.fit_dp_gd`) uses
+:math:`\theta_0 = 0`, :math:`\gamma = c_\gamma\sqrt p` (``clip_scale``, default 5) and the
+zCDP noise of Lemma 2.1; its rows record the budget in both units.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import special_ortho_group
 
 from dpreg.data.datasets import Dataset
+from dpreg.data.synthetic import BROWN_DESIGNS, BrownDGP
+from dpreg.estimators.adassp import MECHANISMS as ADASSP_MECHANISMS
 from dpreg.estimators.adassp import fit_adassp
 from dpreg.estimators.dpgd import fit_dp_gd
 from dpreg.experiments.budgets import budget_columns
+from dpreg.experiments.params import (
+    KindParams,
+    at_least,
+    choice,
+    finite,
+    nonnegative,
+    open_interval,
+    param,
+    positive,
+    positive_integer,
+)
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.inference import intervals_from_path, intervals_from_runs, ols_interval_half_width
 from dpreg.inference.coverage import coverage_summary
@@ -60,7 +73,13 @@ __all__ = [
     "DESIGNS",
     "ERROR_VS_CLIPPING",
     "ERROR_VS_DIM",
-    "brown_data",
+    "BrownBiasVarianceParams",
+    "BrownCIParams",
+    "BrownClipHeatmapParams",
+    "BrownCostOfPrivacyParams",
+    "BrownErrorVsClippingParams",
+    "BrownErrorVsDimParams",
+    "BrownParams",
     "run_ci",
     "run_clip_heatmap",
     "run_clip_sweep",
@@ -73,39 +92,215 @@ __all__ = [
     "summarise_error_vs_dim",
 ]
 
-DESIGNS = ("isotropic", "anisotropic")
+DESIGNS = BROWN_DESIGNS
 CI_METHODS = ("independent_runs", "checkpoints", "batched_means")
 DEFAULT_DELTA = 1e-6  # footnote 2: rho = 0.015 is (0.925, 1e-6)-DP
+
+
+# ----------------------------------------------------------------------- parameters
+# One frozen dataclass per kind (dpreg.experiments.params); keyword-only, so a kind's
+# required keys may follow the shared keys with defaults. The tables of config/README.md
+# are generated from them (python -m dpreg.experiments.kind_docs).
+
+_POSITIVE = finite(positive)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrownParams(KindParams):
+    """Keys every ``brown_*`` kind takes: the data design, DP-GD and the budget."""
+
+    kind = "brown_*"
+    design: str = param(
+        "isotropic",
+        doc="design of the rows x_i: `isotropic` N(0, I) or `anisotropic` N(0, U diag(2, 1,"
+        " u_3..u_p) U^T) with u_i ~ U[1, 2] and U Haar on SO(p), drawn per data set (App. B)",
+        check=choice(*DESIGNS),
+    )
+    rho: float = param(
+        0.015,
+        doc="zCDP budget rho of one DP-GD run, all T steps (Lemma 2.1's noise; footnote 2:"
+        " 0.015 is (0.925, 1e-6)-DP)",
+        check=_POSITIVE,
+    )
+    T: int = param(20, doc="DP-GD iterations T", check=positive_integer)
+    step: float = param(0.2, doc="DP-GD step size eta", check=_POSITIVE)
+    clip_scale: float = param(
+        5.0, doc="c_gamma of the clip threshold gamma = c_gamma sqrt(p)", check=_POSITIVE
+    )
+    sigma: float = param(
+        1.0, doc="standard deviation sigma of the label noise xi_i", check=_POSITIVE
+    )
+    noise_mean: float = param(
+        0.0,
+        doc="mean mu_xi of the label noise (the paper: 0; the authors' scripts: 1)",
+    )
+    delta: float = param(
+        DEFAULT_DELTA,
+        doc="delta of the (epsilon, delta) recorded beside rho in every row",
+        check=open_interval(0, 1),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrownErrorVsDimParams(BrownParams):
+    """Cell keys of ``brown_error_vs_dim`` (Figs. 1 and 9): Fig. 1's rho, T and step."""
+
+    kind = "brown_error_vs_dim"
+    rho: float = param(
+        0.05, doc="zCDP budget rho of one DP-GD run, all T steps (Fig. 1)", check=_POSITIVE
+    )
+    T: int = param(10, doc="DP-GD iterations T (Fig. 1)", check=positive_integer)
+    step: float = param(0.25, doc="DP-GD step size eta (Fig. 1)", check=_POSITIVE)
+    delta: float = param(
+        DEFAULT_DELTA,
+        doc="delta of AdaSSP's (epsilon, delta) = Claim A.6's conversion of rho, also"
+        " recorded in every row",
+        check=open_interval(0, 1),
+    )
+    p: int = param(doc="dimension p", check=at_least(2))
+    n_per_p: float = param(
+        100, doc="n / p: each trial draws n = int(n_per_p) p rows", check=_POSITIVE
+    )
+    adassp_failure_prob: float = param(
+        0.05, doc="AdaSSP's failure probability (its `failure_prob`)", check=open_interval(0, 1)
+    )
+    adassp_mechanism: str = param(
+        "analytic",
+        doc="AdaSSP's Gaussian mechanism (its `mechanism`)",
+        check=choice(*ADASSP_MECHANISMS),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrownCostOfPrivacyParams(BrownParams):
+    """Cell keys of ``brown_cost_of_privacy`` (Figs. 2 and 8); ``n > p + 1`` (check_cell)."""
+
+    kind = "brown_cost_of_privacy"
+    n: int = param(
+        doc="sample size n (> p + 1); a fresh data set per trial", check=positive_integer
+    )
+    p: int = param(doc="dimension p", check=positive_integer)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrownClipHeatmapParams(BrownParams):
+    """Cell keys of ``brown_clip_heatmap`` (Fig. 3)."""
+
+    kind = "brown_clip_heatmap"
+    sigma: float = param(
+        1.0,
+        doc="accepted but not used by this kind: its data have sigma = 1",
+        check=_POSITIVE,
+    )
+    noise_mean: float = param(
+        0.0, doc="accepted but not used by this kind: its data have mu_xi = 0"
+    )
+    clip_scale: float = param(
+        5.0, doc="accepted but not used by this kind: `gamma` sets the thresholds", check=_POSITIVE
+    )
+    p: int = param(doc="dimension p", check=positive_integer)
+    gamma: float | list[float] = param(
+        doc="absolute clip threshold(s) gamma, one DP-GD run each on the trial's data set"
+        " (the authors: 20 values in linspace(sqrt(5), 3 sqrt(200)))",
+        check=_POSITIVE,
+    )
+    n_per_p: float = param(
+        100, doc="n / p: each trial draws n = int(n_per_p) p rows", check=_POSITIVE
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrownBiasVarianceParams(BrownParams):
+    """Cell keys of ``brown_bias_variance`` (Fig. 4); ``n > p + 1`` (check_cell)."""
+
+    kind = "brown_bias_variance"
+    clip_scale: float = param(
+        5.0,
+        doc="accepted but not used by this kind: `clip_scales` sets gamma",
+        check=_POSITIVE,
+    )
+    n: int = param(doc="sample size n (> p + 1) of the one data set", check=positive_integer)
+    p: int = param(doc="dimension p", check=positive_integer)
+    clip_scales: float | list[float] = param(
+        doc="clip levels c, gamma = c sqrt(p); level k of the list draws its runs from"
+        " `default_rng([seed, k])`",
+        check=_POSITIVE,
+    )
+    data_seed: int = param(0, doc="seed of the one fixed data set", check=nonnegative)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrownErrorVsClippingParams(BrownBiasVarianceParams):
+    """Cell keys of ``brown_error_vs_clipping`` (Fig. 7): those of ``brown_bias_variance``."""
+
+    kind = "brown_error_vs_clipping"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BrownCIParams(BrownParams):
+    """Cell keys of ``brown_ci`` (Figs. 5/6, 10/11).
+
+    Across keys (check_cell): ``n > p + 1`` and ``total_steps - burn_in >= m``.
+    """
+
+    kind = "brown_ci"
+    T: int = param(
+        20,
+        doc="accepted but not used by this kind: a construction runs `total_steps` steps"
+        " (independent runs: total_steps / m each)",
+        check=positive_integer,
+    )
+    n: int = param(doc="sample size n (> p + 1) of the one data set", check=positive_integer)
+    p: int = param(doc="dimension p", check=positive_integer)
+    total_steps: int = param(
+        doc="N, the noisy steps of one interval construction (rho covers all N)",
+        check=positive_integer,
+    )
+    data_seed: int = param(0, doc="seed of the one fixed data set", check=nonnegative)
+    m: int = param(
+        10, doc="m: independent runs, checkpoints or batches per interval", check=at_least(2)
+    )
+    burn_in: int = param(20, doc="burn-in b: iterates dropped first", check=nonnegative)
+    alpha: float = param(
+        0.05, doc="level alpha: intervals of nominal coverage 1 - alpha", check=open_interval(0, 1)
+    )
+    methods: str | list[str] = param(
+        list(CI_METHODS),
+        doc="interval constructions (independent runs are skipped when N/m <= b, App. B)",
+        check=choice(*CI_METHODS),
+    )
+    run_estimate: str = param(
+        "post_burn_in_mean",
+        doc="estimate of one independent run: its `final` iterate (Theorem 3.1) or the"
+        " `post_burn_in_mean` of its iterates (the experiments)",
+        check=choice("final", "post_burn_in_mean"),
+    )
+
+
+def _params(spec: type[KindParams], cell: Mapping[str, Any]) -> Any:
+    """Return the cell's typed parameters (the workflow's ``conversion`` key left aside)."""
+    return spec.from_cell({k: v for k, v in cell.items() if k != "conversion"})
 
 
 # ----------------------------------------------------------------------------- data
 
 
-def brown_data(
+def _draw_data(
     n: int,
     p: int,
     *,
     rng: np.random.Generator,
-    design: str = "isotropic",
+    design: str,
     sigma: float = 1.0,
     noise_mean: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""Draw one synthetic data set of Section 4 / App. B: ``(X, y, theta_star)``.
+    """One data set of :class:`~dpreg.data.synthetic.BrownDGP`: ``(X, y, theta_star)``.
 
-    Draw order: :math:`\theta^*` (normalised :math:`N(0, I_p)`), then for the anisotropic
-    design :math:`u_3..u_p` and the rotation, then X, then the noise.
+    Draws the truth then the data from ``rng`` (the order the studies' results rely on).
     """
-    if design not in DESIGNS:
-        raise ValueError(f"design must be one of {DESIGNS}; got {design!r}")
-    theta = rng.standard_normal(p)
-    theta /= np.linalg.norm(theta)
-    G = rng.standard_normal((n, p))
-    if design == "anisotropic":
-        lam = np.concatenate([[2.0, 1.0], rng.uniform(1.0, 2.0, size=max(p - 2, 0))])[:p]
-        U = special_ortho_group.rvs(p, random_state=rng) if p > 1 else np.ones((1, 1))
-        G = G @ (U * np.sqrt(lam)).T  # rows ~ N(0, U diag(lam) U^T)
-    y = G @ theta + noise_mean + sigma * rng.standard_normal(n)
-    return G, y, theta
+    dgp = BrownDGP.draw(rng=rng, p=p, design=design, sigma=sigma, noise_mean=noise_mean)
+    data = dgp.sample(n, rng=rng)
+    return data.X, data.y, dgp.theta
 
 
 def _ols(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -117,7 +312,7 @@ def _ols(X: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _dpgd(
     X: np.ndarray,
     y: np.ndarray,
-    cell: Mapping[str, Any],
+    P: BrownParams,
     *,
     rng: np.random.Generator,
     trials: int = 1,
@@ -126,15 +321,15 @@ def _dpgd(
     **extra: Any,
 ):
     p = X.shape[1]
-    gamma = clip if clip is not None else float(cell.get("clip_scale", 5.0)) * math.sqrt(p)
+    gamma = clip if clip is not None else float(P.clip_scale) * math.sqrt(p)
     return fit_dp_gd(
         X,
         y,
-        budget=ZCDP(float(cell.get("rho", 0.015))),
+        budget=ZCDP(float(P.rho)),
         rng=rng,
         trials=trials,
-        T=int(T if T is not None else cell.get("T", 20)),
-        step=float(cell.get("step", 0.2)),
+        T=int(T if T is not None else P.T),
+        step=float(P.step),
         clip=gamma,
         bound_X=None,
         bound_y=None,
@@ -143,45 +338,23 @@ def _dpgd(
     )
 
 
-def _budget(cell: Mapping[str, Any]) -> dict[str, object]:
-    return budget_columns(
-        rho=float(cell.get("rho", 0.015)),
-        delta=float(cell.get("delta", DEFAULT_DELTA)),
+def _common_rows(
+    frame: pd.DataFrame, P: BrownParams, cell: Mapping[str, Any], seed: int
+) -> pd.DataFrame:
+    """Add ``seed`` and the budget columns (``conversion``: the workflow's cell key)."""
+    frame.insert(1, "seed", np.full(len(frame), seed, dtype=np.uint64))
+    budget = budget_columns(
+        rho=float(P.rho),
+        delta=float(P.delta),
         conversion=cell.get("conversion", "tight"),
     )
-
-
-def _common_rows(frame: pd.DataFrame, cell: Mapping[str, Any], seed: int) -> pd.DataFrame:
-    frame.insert(1, "seed", np.full(len(frame), seed, dtype=np.uint64))
-    for key, value in _budget(cell).items():
+    for key, value in budget.items():
         frame[key] = value
     return frame
 
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
-
-
-def _check_common(cell: Mapping[str, Any]) -> None:
-    if cell.get("design", "isotropic") not in DESIGNS:
-        raise ValueError(f"design must be one of {DESIGNS}; got {cell.get('design')!r}")
-    for key in ("rho", "step", "clip_scale", "sigma", "n_per_p"):
-        if key in cell:
-            v = cell[key]
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf:
-                raise ValueError(f"{key} must be a positive finite number; got {v!r}")
-    for key in ("T", "n", "p", "data_seed", "total_steps", "m", "burn_in"):
-        if key in cell:
-            for v in _as_list(cell[key]):
-                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                    raise ValueError(f"{key} must be a non-negative integer; got {v!r}")
-    if "delta" in cell and not 0 < float(cell["delta"]) < 1:
-        raise ValueError(f"delta must lie in (0, 1); got {cell['delta']!r}")
-
-
-COMMON_KEYS = frozenset(
-    {"design", "rho", "T", "step", "clip_scale", "sigma", "noise_mean", "delta"}
-)
 
 
 # ------------------------------------------------------------------- Figs. 1 and 9
@@ -192,31 +365,31 @@ def run_error_vs_dim(
 ) -> pd.DataFrame:
     r"""Figs. 1/9: one fresh data set per trial (n = n_per_p * p); OLS, DP-GD, AdaSSP.
 
-    Defaults: ``rho = 0.05``, ``T = 10``, ``step = 0.25``, ``clip_scale = 5``,
-    ``n_per_p = 100``. AdaSSP runs at the :math:`(\varepsilon, \delta)` of Claim A.6
+    Keys and defaults (Fig. 1's ``rho = 0.05``, ``T = 10``, ``step = 0.25``):
+    :class:`BrownErrorVsDimParams`. AdaSSP runs at the :math:`(\varepsilon, \delta)` of Claim A.6
     (:math:`\varepsilon = \rho + 2\sqrt{\rho\log(1/\delta)}`, 1.712 at rho = 0.05)
     with data bounds read off the data non-privately (the authors' choice, which favours
-    AdaSSP; docs/notes/brown2024.md §8 item 12) and ``failure_prob = 0.05``.
+    AdaSSP; docs/notes/brown2024.md §8 item 12) and ``failure_prob = adassp_failure_prob``.
     """
     del data
-    cell = {"rho": 0.05, "T": 10, "step": 0.25, **cell}
-    p = int(cell["p"])
-    n = int(cell.get("n_per_p", 100)) * p
-    delta = float(cell.get("delta", DEFAULT_DELTA))
-    eps = zcdp_to_eps(float(cell["rho"]), delta, method="simple")
+    P = _params(BrownErrorVsDimParams, cell)
+    p = int(P.p)
+    n = int(P.n_per_p) * p
+    delta = float(P.delta)
+    eps = zcdp_to_eps(float(P.rho), delta, method="simple")
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
-        X, y, truth = brown_data(
+        X, y, truth = _draw_data(
             n,
             p,
             rng=rng,
-            design=cell.get("design", "isotropic"),
-            sigma=float(cell.get("sigma", 1.0)),
-            noise_mean=float(cell.get("noise_mean", 0.0)),
+            design=P.design,
+            sigma=float(P.sigma),
+            noise_mean=float(P.noise_mean),
         )
         ols = _ols(X, y)
-        fit = _dpgd(X, y, cell, rng=rng)
+        fit = _dpgd(X, y, P, rng=rng)
         ada = fit_adassp(
             X,
             y,
@@ -224,8 +397,8 @@ def run_error_vs_dim(
             rng=rng,
             bound_X=float(np.linalg.norm(X, axis=1).max()),
             bound_y=float(np.abs(y).max()),
-            failure_prob=float(cell.get("adassp_failure_prob", 0.05)),
-            mechanism=cell.get("adassp_mechanism", "analytic"),
+            failure_prob=float(P.adassp_failure_prob),
+            mechanism=P.adassp_mechanism,
         )
         for method, theta, clip in (
             ("ols", ols, 0.0),
@@ -244,7 +417,7 @@ def run_error_vs_dim(
                     "adassp_epsilon": eps,
                 }
             )
-    return _common_rows(pd.DataFrame(rows), cell, seed)
+    return _common_rows(pd.DataFrame(rows), P, cell, seed)
 
 
 def _mean_se(group: pd.DataFrame, col: str) -> dict[str, float]:
@@ -286,20 +459,21 @@ def run_cost_of_privacy(
 ) -> pd.DataFrame:
     """Figs. 2/8: fresh data per trial; privacy and sampling errors of the last iterate."""
     del data
-    n, p = int(cell["n"]), int(cell["p"])
+    P = _params(BrownCostOfPrivacyParams, cell)
+    n, p = int(P.n), int(P.p)
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
-        X, y, truth = brown_data(
+        X, y, truth = _draw_data(
             n,
             p,
             rng=rng,
-            design=cell.get("design", "isotropic"),
-            sigma=float(cell.get("sigma", 1.0)),
-            noise_mean=float(cell.get("noise_mean", 0.0)),
+            design=P.design,
+            sigma=float(P.sigma),
+            noise_mean=float(P.noise_mean),
         )
         ols = _ols(X, y)
-        fit = _dpgd(X, y, cell, rng=rng)
+        fit = _dpgd(X, y, P, rng=rng)
         gd = _noiseless_gd(X, ols, T=int(fit.diagnostics["T"]), step=fit.diagnostics["step"])
         rows.append(
             {
@@ -317,7 +491,7 @@ def run_cost_of_privacy(
                 "clip": fit.diagnostics["clip"],
             }
         )
-    return _common_rows(pd.DataFrame(rows), cell, seed)
+    return _common_rows(pd.DataFrame(rows), P, cell, seed)
 
 
 def _noiseless_gd(X: np.ndarray, ols: np.ndarray, *, T: int, step: float) -> np.ndarray:
@@ -386,14 +560,15 @@ def run_clip_heatmap(
     thresholds (author code: 20 values in ``linspace(sqrt(5), 3 sqrt(200))``).
     """
     del data
-    p = int(cell["p"])
-    n = int(cell.get("n_per_p", 100)) * p
+    P = _params(BrownClipHeatmapParams, cell)
+    p = int(P.p)
+    n = int(P.n_per_p) * p
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
-        X, y, _ = brown_data(n, p, rng=rng, design=cell.get("design", "isotropic"))
-        for gamma in _as_list(cell["gamma"]):
-            fit = _dpgd(X, y, cell, rng=rng, clip=float(gamma))
+        X, y, _ = _draw_data(n, p, rng=rng, design=P.design)
+        for gamma in _as_list(P.gamma):
+            fit = _dpgd(X, y, P, rng=rng, clip=float(gamma))
             rows.append(
                 {
                     "trial": first_trial + j,
@@ -404,7 +579,7 @@ def run_clip_heatmap(
                     "clip_fraction": float(fit.nonprivate_diagnostics["clip_fraction"].mean()),
                 }
             )
-    return _common_rows(pd.DataFrame(rows), cell, seed)
+    return _common_rows(pd.DataFrame(rows), P, cell, seed)
 
 
 def summarise_clip_heatmap(
@@ -420,14 +595,16 @@ def summarise_clip_heatmap(
 # --------------------------------------------------------------------- Figs. 4 and 7
 
 
-def _fixed_data(cell: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return brown_data(
-        int(cell["n"]),
-        int(cell["p"]),
-        rng=np.random.default_rng(int(cell.get("data_seed", 0))),
-        design=cell.get("design", "isotropic"),
-        sigma=float(cell.get("sigma", 1.0)),
-        noise_mean=float(cell.get("noise_mean", 0.0)),
+def _fixed_data(
+    P: BrownBiasVarianceParams | BrownCIParams,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _draw_data(
+        int(P.n),
+        int(P.p),
+        rng=np.random.default_rng(int(P.data_seed)),
+        design=P.design,
+        sigma=float(P.sigma),
+        noise_mean=float(P.noise_mean),
     )
 
 
@@ -441,13 +618,14 @@ def run_clip_sweep(
     errors against :math:`\hat\theta`, :math:`\theta^*` and the Huber target.
     """
     del data
-    X, y, truth = _fixed_data(cell)
+    P = _params(BrownBiasVarianceParams, cell)
+    X, y, truth = _fixed_data(P)
     p = X.shape[1]
     ols = _ols(X, y)
     frames = []
-    for k, c in enumerate(_as_list(cell["clip_scales"])):
+    for k, c in enumerate(_as_list(P.clip_scales)):
         gamma = float(c) * math.sqrt(p)
-        fit = _dpgd(X, y, cell, rng=np.random.default_rng([seed, k]), trials=trials, clip=gamma)
+        fit = _dpgd(X, y, P, rng=np.random.default_rng([seed, k]), trials=trials, clip=gamma)
         huber = theory.huber_target(X, y, gamma)
         frame = pd.DataFrame(fit.theta, columns=[f"theta_{j}" for j in range(p)])
         frame.insert(0, "trial", np.arange(first_trial, first_trial + trials))
@@ -462,7 +640,7 @@ def run_clip_sweep(
             frame[f"ols_{j}"] = ols[j]
             frame[f"truth_{j}"] = truth[j]
         frames.append(frame)
-    return _common_rows(pd.concat(frames, ignore_index=True), cell, seed)
+    return _common_rows(pd.concat(frames, ignore_index=True), P, cell, seed)
 
 
 def summarise_clip_sweep(
@@ -557,16 +735,17 @@ def run_ci(
     ``length_theory_j`` = 2 t E[s]/sqrt(m), ``length_theory_rms_j`` = 2 t sqrt(E[s^2]/m)).
     """
     del data
-    X, y, _ = _fixed_data(cell)
+    P = _params(BrownCIParams, cell)
+    X, y, _ = _fixed_data(P)
     p = X.shape[1]
-    N = int(cell["total_steps"])
-    m = int(cell.get("m", 10))
-    burn_in = int(cell.get("burn_in", 20))
-    alpha = float(cell.get("alpha", 0.05))
-    step = float(cell.get("step", 0.2))
-    run_estimate = cell.get("run_estimate", "post_burn_in_mean")
-    methods = _as_list(cell.get("methods", list(CI_METHODS)))
-    gamma = float(cell.get("clip_scale", 5.0)) * math.sqrt(p)
+    N = int(P.total_steps)
+    m = int(P.m)
+    burn_in = int(P.burn_in)
+    alpha = float(P.alpha)
+    step = float(P.step)
+    run_estimate = P.run_estimate
+    methods = _as_list(P.methods)
+    gamma = float(P.clip_scale) * math.sqrt(p)
     ols = _ols(X, y)
     huber = theory.huber_target(X, y, gamma)
     ols_half = ols_interval_half_width(X, y, alpha)
@@ -575,7 +754,7 @@ def run_ci(
         fit = _dpgd(
             X,
             y,
-            cell,
+            P,
             rng=_trial_streams(seed, 2, trials, first_trial),
             trials=trials,
             T=N,
@@ -591,7 +770,7 @@ def run_ci(
         fit = _dpgd(
             X,
             y,
-            cell,
+            P,
             rng=_trial_streams(seed, 3, trials, first_trial, runs=m),
             trials=trials * m,
             T=T,
@@ -642,7 +821,7 @@ def run_ci(
         frames.append(frame)
     if not frames:
         raise ValueError(f"no CI method applies at total_steps={N} (methods {methods})")
-    return _common_rows(pd.concat(frames, ignore_index=True), cell, seed)
+    return _common_rows(pd.concat(frames, ignore_index=True), P, cell, seed)
 
 
 def _first_mean(g: pd.DataFrame, prefix: str, p: int) -> float:
@@ -717,44 +896,33 @@ def summarise_ci(runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = (
 # ----------------------------------------------------------------------- registry
 
 
-def _check_dim(cell: Mapping[str, Any]) -> None:
-    _check_common(cell)
-    if int(cell["p"]) < 2:
-        raise ValueError(f"p must be >= 2; got {cell['p']!r}")
+def _check_n_above_p(P: BrownCostOfPrivacyParams | BrownBiasVarianceParams | BrownCIParams):
+    if P.n <= P.p + 1:
+        raise ValueError(f"{P.kind}: n must exceed p + 1; got n={P.n}, p={P.p}")
 
 
 def _check_cost(cell: Mapping[str, Any]) -> None:
-    _check_common(cell)
-    if int(cell["n"]) <= int(cell["p"]) + 1:
-        raise ValueError(f"n must exceed p + 1; got n={cell['n']}, p={cell['p']}")
+    """Cross-key check of ``brown_cost_of_privacy``: ``n > p + 1`` (OLS)."""
+    _check_n_above_p(_params(BrownCostOfPrivacyParams, cell))
 
 
-def _check_heatmap(cell: Mapping[str, Any]) -> None:
-    _check_common(cell)
-    for g in _as_list(cell["gamma"]):
-        if isinstance(g, bool) or not isinstance(g, int | float) or not 0 < g < math.inf:
-            raise ValueError(f"gamma values must be positive and finite; got {g!r}")
+def _check_sweep(spec: type[BrownBiasVarianceParams]):
+    def check(cell: Mapping[str, Any]) -> None:
+        """Cross-key check of the clip sweeps: ``n > p + 1`` (OLS)."""
+        _check_n_above_p(_params(spec, cell))
 
-
-def _check_sweep(cell: Mapping[str, Any]) -> None:
-    _check_cost(cell)
-    for c in _as_list(cell["clip_scales"]):
-        if isinstance(c, bool) or not isinstance(c, int | float) or not 0 < c < math.inf:
-            raise ValueError(f"clip_scales must be positive and finite; got {c!r}")
+    return check
 
 
 def _check_ci(cell: Mapping[str, Any]) -> None:
-    _check_cost(cell)
-    for method in _as_list(cell.get("methods", list(CI_METHODS))):
-        if method not in CI_METHODS:
-            raise ValueError(f"methods must be among {CI_METHODS}; got {method!r}")
-    if not 0 < float(cell.get("alpha", 0.05)) < 1:
-        raise ValueError(f"alpha must lie in (0, 1); got {cell.get('alpha')!r}")
-    if cell.get("run_estimate", "post_burn_in_mean") not in ("final", "post_burn_in_mean"):
-        raise ValueError("run_estimate must be 'final' or 'post_burn_in_mean'")
-    m, b, N = int(cell.get("m", 10)), int(cell.get("burn_in", 20)), int(cell["total_steps"])
-    if m < 2 or N - b < m:
-        raise ValueError(f"need m >= 2 and total_steps - burn_in >= m; got m={m}, N={N}, b={b}")
+    """Cross-key checks of ``brown_ci``: ``n > p + 1`` and ``total_steps - burn_in >= m``."""
+    P = _params(BrownCIParams, cell)
+    _check_n_above_p(P)
+    m, b, N = P.m, P.burn_in, P.total_steps
+    if N - b < m:
+        raise ValueError(
+            f"{P.kind}: need total_steps - burn_in >= m; got m={m}, total_steps={N}, burn_in={b}"
+        )
 
 
 def _fig(name: str):
@@ -774,17 +942,14 @@ ERROR_VS_DIM = StudyKind(
     run=run_error_vs_dim,
     summarise=summarise_error_vs_dim,
     figure=_fig("plot_error_vs_dim"),
-    required=frozenset({"p"}),
-    optional=COMMON_KEYS | {"n_per_p", "adassp_failure_prob", "adassp_mechanism"},
-    check_cell=_check_dim,
+    params=BrownErrorVsDimParams,
 )
 COST_OF_PRIVACY = StudyKind(
     name="brown_cost_of_privacy",
     run=run_cost_of_privacy,
     summarise=summarise_cost_of_privacy,
     figure=_fig("plot_cost_of_privacy"),
-    required=frozenset({"n", "p"}),
-    optional=COMMON_KEYS,
+    params=BrownCostOfPrivacyParams,
     check_cell=_check_cost,
 )
 CLIP_HEATMAP = StudyKind(
@@ -792,35 +957,29 @@ CLIP_HEATMAP = StudyKind(
     run=run_clip_heatmap,
     summarise=summarise_clip_heatmap,
     figure=_fig("plot_clip_heatmap"),
-    required=frozenset({"p", "gamma"}),
-    optional=COMMON_KEYS | {"n_per_p"},
-    check_cell=_check_heatmap,
+    params=BrownClipHeatmapParams,
 )
-_SWEEP_KEYS = COMMON_KEYS | {"data_seed"}
 BIAS_VARIANCE = StudyKind(
     name="brown_bias_variance",
     run=run_clip_sweep,
     summarise=_tagged("bias_variance"),
     figure=_fig("plot_bias_variance"),
-    required=frozenset({"n", "p", "clip_scales"}),
-    optional=_SWEEP_KEYS,
-    check_cell=_check_sweep,
+    params=BrownBiasVarianceParams,
+    check_cell=_check_sweep(BrownBiasVarianceParams),
 )
 ERROR_VS_CLIPPING = StudyKind(
     name="brown_error_vs_clipping",
     run=run_clip_sweep,
     summarise=_tagged("error_vs_clipping"),
     figure=_fig("plot_error_vs_clipping"),
-    required=frozenset({"n", "p", "clip_scales"}),
-    optional=_SWEEP_KEYS,
-    check_cell=_check_sweep,
+    params=BrownErrorVsClippingParams,
+    check_cell=_check_sweep(BrownErrorVsClippingParams),
 )
 CI = StudyKind(
     name="brown_ci",
     run=run_ci,
     summarise=summarise_ci,
     figure=_fig("plot_ci"),
-    required=frozenset({"n", "p", "total_steps"}),
-    optional=_SWEEP_KEYS | {"m", "burn_in", "alpha", "methods", "run_estimate"},
+    params=BrownCIParams,
     check_cell=_check_ci,
 )

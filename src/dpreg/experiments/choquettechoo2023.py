@@ -29,9 +29,11 @@ analysis vehicle, §2.2); the simulation rows record the calibration level
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,6 +42,18 @@ import pandas as pd
 from dpreg.data.datasets import Dataset
 from dpreg.estimators.ftrl import simulate_streaming_regression
 from dpreg.estimators.ftrl_correlations import independent, nu_ftrl
+from dpreg.experiments.params import (
+    KindParams,
+    at_least,
+    choice,
+    finite,
+    half_open_interval,
+    nonnegative,
+    open_interval,
+    param,
+    positive,
+    positive_integer,
+)
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS
 from dpreg.theory import ftrl as theory
@@ -48,6 +62,11 @@ from dpreg.theory import ftrl_socp
 __all__ = [
     "FIG2_PAPER_SLOPES",
     "QUOTED_RESULTS",
+    "FtrlLinregSimParams",
+    "FtrlMeanRatioParams",
+    "FtrlQuotedParams",
+    "FtrlSocpBoundParams",
+    "FtrlTheoryTableParams",
     "run_linreg_sim",
     "run_mean_ratio",
     "run_quoted",
@@ -149,35 +168,28 @@ the paper). Quoted, not reproduced."""
 # ----------------------------------------------------------------------- helpers
 
 
-def _float(
-    cell: Mapping[str, Any], key: str, default: float | None = None, *, positive: bool = True
-) -> float:
-    value = cell.get(key, default)
-    if value is None or isinstance(value, bool):
-        raise ValueError(f"{key} must be a number; got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{key} must be a number; got {value!r}") from None
-    if not math.isfinite(v) or (positive and v <= 0) or (not positive and v < 0):
-        raise ValueError(
-            f"{key} must be a finite {'positive' if positive else '>= 0'} number; got {value!r}"
-        )
-    return v
+_POSITIVE = finite(positive)
 
 
-def _int(cell: Mapping[str, Any], key: str, default: int | None = None, minimum: int = 1) -> int:
-    value = cell.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{key} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
+def _params(spec: type[KindParams], cell: Mapping[str, Any]) -> Any:
+    """Return the cell's typed parameters (the workflow's ``conversion`` key left aside)."""
+    return spec.from_cell({k: v for k, v in cell.items() if k != "conversion"})
 
 
-def _floats(cell: Mapping[str, Any], key: str, default: Sequence[float]) -> list[float]:
-    values = cell.get(key, default)
-    if not isinstance(values, list | tuple) or not values:
-        raise ValueError(f"{key} must be a non-empty list of numbers; got {values!r}")
-    return [_float({key: v}, key) for v in values]
+def _named_or_fraction(name: str):
+    """Check: the text ``name`` or a number in (0, 1) (the ``nu`` keys)."""
+
+    def check(value: Any) -> str | None:
+        ok = value == name if isinstance(value, str) else 0 < value < 1
+        return None if ok else f"must be {name!r} or lie in (0, 1)"
+
+    check.text = f"`{name}` or in (0, 1)"  # type: ignore[attr-defined]
+    return check
+
+
+def _non_empty(P: KindParams, key: str) -> None:
+    if not getattr(P, key):
+        raise ValueError(f"{P.kind}: {key} must be a non-empty list")
 
 
 def _repeat(frame: pd.DataFrame, trials: int, first_trial: int, seed: int) -> pd.DataFrame:
@@ -203,17 +215,35 @@ def summarise_first_trial(
 
 # ----------------------------------------------------------------------- Fig. 1
 
-MEAN_KEYS = frozenset({"etas", "eta_panels", "T"})
+
+@dataclass(frozen=True)
+class FtrlMeanRatioParams(KindParams):
+    """Cell keys of ``ftrl_mean_ratio`` (Fig. 1, mean estimation)."""
+
+    kind = "ftrl_mean_ratio"
+    etas: list[float] = param(
+        doc="learning rates eta of the ratio panel F_inf(beta*) / F_inf(beta^sgd)"
+        " (a non-empty list)",
+        check=half_open_interval(0, 1),
+    )
+    eta_panels: float = param(
+        0.1,
+        doc="eta of the panels of the optimal coefficients beta*_t and the spectrum"
+        " abs(B*(omega))^2",
+        check=open_interval(0, 1),
+    )
+    T: int = param(30, doc="coefficients beta*_0..beta*_{T-1} drawn", check=positive_integer)
+
+
+def _mean_params(cell: Mapping[str, Any]) -> FtrlMeanRatioParams:
+    P = _params(FtrlMeanRatioParams, cell)
+    _non_empty(P, "etas")
+    return P
 
 
 def check_mean_cell(cell: Mapping[str, Any]) -> None:
-    """Validate an ``ftrl_mean_ratio`` cell."""
-    etas = _floats(cell, "etas", [0.1])
-    if any(e > 1 for e in etas):
-        raise ValueError("etas must lie in (0, 1]")
-    if not 0 < _float(cell, "eta_panels", 0.1) < 1:
-        raise ValueError("eta_panels must lie in (0, 1)")
-    _int(cell, "T", 30)
+    """Validate an ``ftrl_mean_ratio`` cell (the spec, and ``etas`` not empty)."""
+    _mean_params(cell)
 
 
 def run_mean_ratio(
@@ -224,12 +254,12 @@ def run_mean_ratio(
     seed: int,
     data: Dataset | None = None,
 ) -> pd.DataFrame:
-    """Fig. 1 rows (:func:`dpreg.theory.ftrl.fig1_table`); keys ``etas``, ``eta_panels``, ``T``."""
-    check_mean_cell(cell)
+    """Fig. 1 rows (:func:`dpreg.theory.ftrl.fig1_table`); keys: :class:`FtrlMeanRatioParams`."""
+    P = _mean_params(cell)
     table = theory.fig1_table(
-        _floats(cell, "etas", [0.1]),
-        eta_panels=_float(cell, "eta_panels", 0.1),
-        T=_int(cell, "T", 30),
+        [float(e) for e in P.etas],
+        eta_panels=float(P.eta_panels),
+        T=int(P.T),
     )
     return _repeat(table, trials, first_trial, seed)
 
@@ -245,8 +275,7 @@ MEAN_RATIO = StudyKind(
     run=run_mean_ratio,
     summarise=summarise_first_trial,
     figure=_figure_mean,
-    required=frozenset({"etas"}),
-    optional=MEAN_KEYS - {"etas"},
+    params=FtrlMeanRatioParams,
     check_cell=check_mean_cell,
 )
 
@@ -254,56 +283,83 @@ MEAN_RATIO = StudyKind(
 # ----------------------------------------------------------------------- Tables 1, 2, 4
 
 TABLES = ("table1", "table2", "table3", "table4")
-TABLE_KEYS = frozenset(
-    {
-        "table",
-        "d",
-        "ds",
-        "alpha",
-        "eta",
-        "families",
-        "horizons",
-        "a_lt1",
-        "a_gt1",
-        "rho",
-        "T",
-        "nu",
-        "participations",
-        "separation",
-        "schema",
-    }
-)
+
+
+@dataclass(frozen=True)
+class FtrlTheoryTableParams(KindParams):
+    """Cell keys of ``ftrl_theory_table`` (Tables 1-4); each table reads some of them."""
+
+    kind = "ftrl_theory_table"
+    table: str = param(
+        doc="which table: `table1`, `table2`, `table4` (lambda_k = k^-alpha for 1 and 2) or"
+        " `table3` (factorizations: sensitivity and prefix-sum error (3))",
+        check=choice(*TABLES),
+    )
+    d: int = param(128, doc="table1/2: dimension d", check=positive_integer)
+    ds: list[int] = param([16, 64, 256], doc="table4: dimensions d", check=positive_integer)
+    alpha: float = param(
+        1.0, doc="table1/2: exponent alpha of the spectrum lambda_k = k^-alpha", check=_POSITIVE
+    )
+    eta: float = param(0.02, doc="table1/2/4: learning rate eta", check=open_interval(0, 1))
+    families: list[str] = param(
+        list(theory.SPECTRUM_FAMILIES),
+        doc="table4: spectrum families (rows)",
+        check=choice(*theory.SPECTRUM_FAMILIES),
+    )
+    horizons: list[int] = param(
+        [100, 1000, 10000], doc="table2: horizons T", check=positive_integer
+    )
+    a_lt1: float = param(
+        0.75, doc="table4: exponent a of the family k^-a with a < 1 (`power_lt1`)", check=_POSITIVE
+    )
+    a_gt1: float = param(
+        3.0, doc="table4: exponent a of the family k^-a with a > 1 (`power_gt1`)", check=_POSITIVE
+    )
+    rho: float = param(1.0, doc="table1/2/4: zCDP calibration level rho", check=_POSITIVE)
+    T: int = param(
+        32,
+        doc="table3: horizon T (<= 128 with one participation, <= 64 with several: ME is an SDP)",
+        check=positive_integer,
+    )
+    nu: float | str = param(
+        "tuned",
+        doc="table3: nu of nu-DP-FTRL, a number or `tuned` (minimises the error (3) under"
+        " the participation model)",
+        check=_named_or_fraction("tuned"),
+    )
+    participations: int = param(
+        1, doc="table3: participations k of one example", check=positive_integer
+    )
+    separation: int | None = param(
+        None,
+        doc="table3: separation b between participations (needed when k > 1)",
+        check=positive_integer,
+    )
+    schema: str = param(
+        "min_sep",
+        doc="table3: participation model, `min_sep` (at most k participations, b apart) or"
+        " `fixed_epoch`",
+        check=choice(*PARTICIPATION_SCHEMAS),
+    )
+
+
+def _table_params(cell: Mapping[str, Any]) -> FtrlTheoryTableParams:
+    P = _params(FtrlTheoryTableParams, cell)
+    if P.table == "table3":
+        k = P.participations
+        limit = 128 if k == 1 else 64
+        if P.T > limit:
+            raise ValueError(
+                f"{P.kind}: table3 needs T <= {limit} with participations={k} (ME is an SDP)"
+            )
+        if k > 1 and P.separation is None:
+            raise ValueError(f"{P.kind}: participations={k} > 1 needs separation")
+    return P
 
 
 def check_table_cell(cell: Mapping[str, Any]) -> None:
-    """Validate an ``ftrl_theory_table`` cell."""
-    if cell.get("table") not in TABLES:
-        raise ValueError(f"table must be one of {TABLES}; got {cell.get('table')!r}")
-    eta = _float(cell, "eta", 0.02)
-    if eta >= 1:
-        raise ValueError("eta must lie in (0, 1)")
-    if cell["table"] == "table4":
-        for fam in cell.get("families", theory.SPECTRUM_FAMILIES):
-            if fam not in theory.SPECTRUM_FAMILIES:
-                raise ValueError(f"families: unknown {fam!r}; known {theory.SPECTRUM_FAMILIES}")
-        [_int({"d": d}, "d") for d in cell.get("ds", [16, 64, 256])]
-        _float(cell, "a_lt1", 0.75)
-        _float(cell, "a_gt1", 3.0)
-    elif cell["table"] == "table3":
-        k = _int(cell, "participations", 1)
-        limit = 128 if k == 1 else 64
-        if not 1 <= _int(cell, "T", 32) <= limit:
-            raise ValueError(f"table3 needs T <= {limit} with participations={k} (ME is an SDP)")
-        if k > 1:
-            _int(cell, "separation", None)
-        if cell.get("schema", "min_sep") not in PARTICIPATION_SCHEMAS:
-            raise ValueError(f"schema must be one of {PARTICIPATION_SCHEMAS}")
-        if cell.get("nu", "tuned") != "tuned" and _float(cell, "nu") >= 1:
-            raise ValueError("nu must lie in (0, 1) or be 'tuned'")
-    else:
-        _int(cell, "d", 128)
-        _float(cell, "alpha", 1.0)
-        [_int({"horizons": h}, "horizons") for h in cell.get("horizons", [100, 1000, 10000])]
+    """Validate an ``ftrl_theory_table`` cell (the spec, and table 3's T and separation)."""
+    _table_params(cell)
 
 
 def run_theory_table(
@@ -321,37 +377,36 @@ def run_theory_table(
     the participation model: ``participations`` (k, 1), ``separation`` (b, needed when
     k > 1) and ``schema`` (``min_sep`` or ``fixed_epoch``).
     """
-    check_table_cell(cell)
-    eta, rho = _float(cell, "eta", 0.02), _float(cell, "rho", 1.0)
-    which = cell["table"]
+    P = _table_params(cell)
+    eta, rho = float(P.eta), float(P.rho)
+    which = P.table
     if which == "table3":
         from dpreg.theory.ftrl_table3 import table3
 
-        nu = cell.get("nu", "tuned")
-        k = _int(cell, "participations", 1)
+        k = int(P.participations)
         out = table3(
-            _int(cell, "T", 32),
-            nu=nu if nu == "tuned" else _float(cell, "nu"),
+            int(P.T),
+            nu=P.nu if P.nu == "tuned" else float(P.nu),
             participations=k,
-            separation=_int(cell, "separation") if k > 1 else None,
-            schema=cell.get("schema", "min_sep"),
+            separation=int(P.separation) if k > 1 else None,
+            schema=P.schema,
         )
     elif which == "table4":
         out = theory.table4(
-            [int(d) for d in cell.get("ds", [16, 64, 256])],
+            [int(d) for d in P.ds],
             eta,
-            families=tuple(cell.get("families", theory.SPECTRUM_FAMILIES)),
-            a_lt1=_float(cell, "a_lt1", 0.75),
-            a_gt1=_float(cell, "a_gt1", 3.0),
+            families=tuple(P.families),
+            a_lt1=float(P.a_lt1),
+            a_gt1=float(P.a_gt1),
             rho=rho,
         )
     else:
-        d, alpha = _int(cell, "d", 128), _float(cell, "alpha", 1.0)
+        d, alpha = int(P.d), float(P.alpha)
         lam = np.arange(1, d + 1, dtype=np.float64) ** -alpha
         if which == "table1":
             out = theory.table1(lam, eta, rho=rho)
         else:
-            horizons = [int(h) for h in cell.get("horizons", [100, 1000, 10000])]
+            horizons = [int(h) for h in P.horizons]
             out = theory.table2(lam, eta, horizons=horizons, rho=rho)
         out.insert(0, "alpha", alpha)
     out.insert(0, "table", which)
@@ -369,8 +424,7 @@ THEORY_TABLE = StudyKind(
     run=run_theory_table,
     summarise=summarise_first_trial,
     figure=_figure_table,
-    required=frozenset({"table"}),
-    optional=TABLE_KEYS - {"table"},
+    params=FtrlTheoryTableParams,
     check_cell=check_table_cell,
 )
 
@@ -379,25 +433,64 @@ THEORY_TABLE = StudyKind(
 
 PANELS = ("d", "d_eff", "eta")
 SIM_MECHANISMS = ("sgd", "nu_ftrl")
-SIM_KEYS = frozenset(
-    {
-        "panel",
-        "mechanism",
-        "d",
-        "alpha",
-        "eta",
-        "T",
-        "time_constants",
-        "T_min",
-        "T_max",
-        "nu",
-        "rho",
-        "clip",
-        "sigma_sgd",
-        "tail_fraction",
-        "record_every",
-    }
-)
+
+
+@dataclass(frozen=True)
+class FtrlLinregSimParams(KindParams):
+    """Cell keys of ``ftrl_linreg_sim`` (Fig. 2); ``eta`` must be stable (check_cell)."""
+
+    kind = "ftrl_linreg_sim"
+    panel: str = param(doc="the panel's x-axis: `d`, `d_eff` or `eta`", check=choice(*PANELS))
+    mechanism: str | list[str] = param(
+        doc="`sgd` (Noisy-SGD) or `nu_ftrl` (nu-Noisy-FTRL); a list runs each in this job",
+        check=choice(*SIM_MECHANISMS),
+    )
+    d: int | list[int] = param(
+        128, doc="dimension d of H = diag(lambda_k); a list runs each", check=positive_integer
+    )
+    alpha: float | list[float] = param(
+        1.0, doc="exponent alpha of lambda_k = k^-alpha; a list runs each", check=_POSITIVE
+    )
+    eta: float | list[float] = param(
+        0.02,
+        doc="learning rate eta, stable only below 1/R^2, R^2 = Tr H + 2 lambda_max (checked);"
+        " a list runs each",
+        check=_POSITIVE,
+    )
+    T: int | None = param(
+        None,
+        doc="steps T; unset: ceil(time_constants / (eta mu)) clipped to [T_min, T_max]",
+        check=positive_integer,
+    )
+    time_constants: float = param(
+        20.0, doc="T in units of the slowest time constant 1/(eta mu)", check=_POSITIVE
+    )
+    T_min: int = param(20000, doc="smallest T from `time_constants`", check=positive_integer)
+    T_max: int = param(2_000_000, doc="largest T from `time_constants`", check=positive_integer)
+    nu: float | str = param(
+        "eta_mu",
+        doc="nu of nu-Noisy-FTRL, a number or `eta_mu` (nu = eta lambda_min, the best reading"
+        " in docs/notes/choquettechoo2023.md §4.1)",
+        check=_named_or_fraction("eta_mu"),
+    )
+    rho: float = param(
+        1.0,
+        doc="zCDP level rho the noise is calibrated to (nothing is clipped: not DP; rows"
+        " record `rho_calibration` and `private = False`)",
+        check=_POSITIVE,
+    )
+    clip: float = param(1.0, doc="G: scales the noise only (nothing is clipped)", check=_POSITIVE)
+    sigma_sgd: float = param(
+        0.0, doc="standard deviation sigma_sgd of the label noise", check=finite(nonnegative)
+    )
+    tail_fraction: float = param(
+        0.5,
+        doc="fraction of the last steps averaged into `suboptimality`",
+        check=half_open_interval(0, 1),
+    )
+    record_every: int = param(100, doc="thinning of the recorded trace", check=positive_integer)
+
+
 SIM_DESIGN = [
     "panel",
     "mechanism",
@@ -413,34 +506,27 @@ SIM_DESIGN = [
 ]
 
 
-def _sim_spec(cell: Mapping[str, Any]) -> dict[str, Any]:
-    panel = cell.get("panel")
-    if panel not in PANELS:
-        raise ValueError(f"panel must be one of {PANELS}; got {panel!r}")
-    mech = cell.get("mechanism")
-    if mech not in SIM_MECHANISMS:
-        raise ValueError(f"mechanism must be one of {SIM_MECHANISMS}; got {mech!r}")
-    d, alpha, eta = _int(cell, "d", 128), _float(cell, "alpha", 1.0), _float(cell, "eta", 0.02)
+def _sim_spec(P: FtrlLinregSimParams) -> dict[str, Any]:
+    """One sub-cell's design (scalar ``mechanism``, ``d``, ``alpha``, ``eta``), checked."""
+    d, alpha, eta = int(P.d), float(P.alpha), float(P.eta)
     lam = np.arange(1, d + 1, dtype=np.float64) ** -alpha
     r2, _ = theory.gaussian_kurtosis_constants(lam)
     if eta * r2 >= 1:
-        raise ValueError(f"eta={eta:g} is unstable for this H: need eta < 1/R^2 = {1 / r2:.3g}")
+        raise ValueError(
+            f"{P.kind}: eta={eta:g} is unstable for this H: need eta < 1/R^2 = {1 / r2:.3g}"
+        )
     mu = float(lam.min())
-    nu_value = cell.get("nu", "eta_mu")
-    nu = eta * mu if nu_value == "eta_mu" else _float(cell, "nu", None)
+    nu = eta * mu if P.nu == "eta_mu" else float(P.nu)
     if not 0 < nu < 1:
-        raise ValueError(f"nu must lie in (0, 1) (or be 'eta_mu'); got {nu_value!r}")
-    if "T" in cell:
-        T = _int(cell, "T")
+        raise ValueError(f"{P.kind}: nu = eta mu must lie in (0, 1); got {nu!r}")
+    if P.T is not None:
+        T = int(P.T)
     else:
-        T = int(math.ceil(_float(cell, "time_constants", 20.0) / (eta * mu)))
-        T = max(_int(cell, "T_min", 20000), min(T, _int(cell, "T_max", 2_000_000)))
-    tail = _float(cell, "tail_fraction", 0.5)
-    if tail > 1:
-        raise ValueError("tail_fraction must lie in (0, 1]")
+        T = int(math.ceil(float(P.time_constants) / (eta * mu)))
+        T = max(int(P.T_min), min(T, int(P.T_max)))
     return {
-        "panel": panel,
-        "mechanism": mech,
+        "panel": P.panel,
+        "mechanism": P.mechanism,
         "d": d,
         "alpha": alpha,
         "eta": eta,
@@ -448,11 +534,11 @@ def _sim_spec(cell: Mapping[str, Any]) -> dict[str, Any]:
         "lam": lam,
         "mu": mu,
         "T": T,
-        "rho": _float(cell, "rho", 1.0),
-        "clip": _float(cell, "clip", 1.0),
-        "sigma_sgd": _float(cell, "sigma_sgd", 0.0, positive=False),
-        "tail_fraction": tail,
-        "record_every": _int(cell, "record_every", 100),
+        "rho": float(P.rho),
+        "clip": float(P.clip),
+        "sigma_sgd": float(P.sigma_sgd),
+        "tail_fraction": float(P.tail_fraction),
+        "record_every": int(P.record_every),
     }
 
 
@@ -460,21 +546,17 @@ LIST_AXES = ("mechanism", "d", "alpha", "eta")
 """Keys that may hold a list inside one cell (expanded in one job, fewer jobs)."""
 
 
-def _expand(cell: Mapping[str, Any]) -> list[dict[str, Any]]:
-    axes = [k for k in LIST_AXES if isinstance(cell.get(k), list | tuple)]
-    if not axes:
-        return [dict(cell)]
-    out = []
-    for combo in itertools.product(*(cell[k] for k in axes)):
-        sub = dict(cell)
-        sub.update(zip(axes, combo, strict=True))
-        out.append(sub)
-    return out
+def _expand(P: FtrlLinregSimParams) -> list[FtrlLinregSimParams]:
+    axes = [k for k in LIST_AXES if isinstance(getattr(P, k), list | tuple)]
+    return [
+        dataclasses.replace(P, **dict(zip(axes, combo, strict=True)))
+        for combo in itertools.product(*(getattr(P, k) for k in axes))
+    ]
 
 
 def check_sim_cell(cell: Mapping[str, Any]) -> None:
     """Validate an ``ftrl_linreg_sim`` cell (every combination of its list-valued keys)."""
-    for sub in _expand(cell):
+    for sub in _expand(_params(FtrlLinregSimParams, cell)):
         _sim_spec(sub)
 
 
@@ -488,32 +570,31 @@ def run_linreg_sim(
 ) -> pd.DataFrame:
     r"""Fig. 2 cell: ``trials`` seeds of each mechanism on :math:`\lambda_k = k^{-\alpha}`.
 
-    Keys: ``panel`` (``d``, ``d_eff``, ``eta``: the x-axis of the panel), ``mechanism``
-    (``sgd``, ``nu_ftrl``), ``d`` (128), ``alpha`` (1), ``eta`` (0.02), ``nu``
-    (``"eta_mu"``: :math:`\nu = \eta\lambda_{\min}`, the best reading in
-    docs/notes/choquettechoo2023.md §4.1), ``T`` or ``time_constants`` (20;
-    :math:`T = \lceil 20/(\eta\mu)\rceil` clipped to ``[T_min, T_max]``), ``rho`` (1),
-    ``clip`` (1), ``sigma_sgd`` (0), ``tail_fraction`` (0.5), ``record_every`` (100).
-    ``mechanism``, ``d``, ``alpha`` and ``eta`` may be lists: every combination runs in
-    this job (sub-cell ``k`` draws from ``default_rng([seed, k])``); the seeds of one
-    sub-cell are vectorised.
+    Keys, defaults and ranges: :class:`FtrlLinregSimParams` (``nu = "eta_mu"``:
+    :math:`\nu = \eta\lambda_{\min}`, the best reading in
+    docs/notes/choquettechoo2023.md §4.1; without ``T``,
+    :math:`T = \lceil c/(\eta\mu)\rceil` with ``c = time_constants``, clipped to
+    ``[T_min, T_max]``). ``mechanism``, ``d``, ``alpha`` and ``eta`` may be lists: every
+    combination runs in this job (sub-cell ``k`` draws from ``default_rng([seed, k])``);
+    the seeds of one sub-cell are vectorised.
 
     Rows (one per trial and sub-cell): ``suboptimality`` (tail mean of
     :math:`F(\theta_t) - F^\star`), the exact LTI value ``theory_lti`` (= the C.18
     lower bound), ``theory_upper`` (C.15), the Theorem 2.2 rate ``theory_rate``,
     ``late_over_early`` (stationarity check) and the design.
     """
+    P = _params(FtrlLinregSimParams, cell)
     parts = [
         _run_sim_subcell(sub, trials=trials, first_trial=first_trial, seed=seed, stream=k)
-        for k, sub in enumerate(_expand(cell))
+        for k, sub in enumerate(_expand(P))
     ]
     return pd.concat(parts, ignore_index=True)
 
 
 def _run_sim_subcell(
-    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, stream: int
+    P: FtrlLinregSimParams, *, trials: int, first_trial: int, seed: int, stream: int
 ) -> pd.DataFrame:
-    spec = _sim_spec(cell)
+    spec = _sim_spec(P)
     corr = independent() if spec["mechanism"] == "sgd" else nu_ftrl(spec["nu"])
     rng = np.random.default_rng([seed, stream])
     res = simulate_streaming_regression(
@@ -640,64 +721,89 @@ LINREG_SIM = StudyKind(
     run=run_linreg_sim,
     summarise=summarise_linreg_sim,
     figure=_figure_sim,
-    required=frozenset({"panel", "mechanism"}),
-    optional=SIM_KEYS - {"panel", "mechanism"},
+    params=FtrlLinregSimParams,
     check_cell=check_sim_cell,
 )
 
 
 # ----------------------------------------------------------------------- Fig. 3
 
-SOCP_KEYS = frozenset(
-    {
-        "kappa_max",
-        "n_kappa",
-        "kappas",
-        "L",
-        "eta",
-        "rho",
-        "clip",
-        "sigma_sgd",
-        "t_max",
-        "multiplier",
-        "n_uniform",
-        "n_log",
-        "optimize_iterations",
-        "solver",
-        "cross_check_kappas",
-        "cross_check_solver",
-    }
-)
+_KAPPA = finite(at_least(1))
 
 
-def _kappas(cell: Mapping[str, Any]) -> list[float]:
-    if "kappas" in cell:
-        kappas = _floats(cell, "kappas", [1.0])
-    else:
-        kmax = _float(cell, "kappa_max", 1000.0)
-        kappas = list(np.geomspace(1.0, kmax, _int(cell, "n_kappa", 20)))
-    if any(k < 1 for k in kappas):
-        raise ValueError("condition numbers kappa must be >= 1")
-    return kappas
+@dataclass(frozen=True)
+class FtrlSocpBoundParams(KindParams):
+    """Cell keys of ``ftrl_socp_bound`` (Fig. 3); ``eta L <= 1`` (check_cell)."""
+
+    kind = "ftrl_socp_bound"
+    kappa_max: float = param(
+        1000.0,
+        doc="largest condition number kappa = L / mu of the grid (without `kappas`)",
+        check=_KAPPA,
+    )
+    n_kappa: int = param(
+        20, doc="points of the grid, log-spaced from 1 to `kappa_max`", check=positive_integer
+    )
+    kappas: list[float] | None = param(
+        None, doc="the condition numbers kappa instead of the grid (non-empty)", check=_KAPPA
+    )
+    L: float = param(1.0, doc="smoothness L of the objective (eta L <= 1)", check=_POSITIVE)
+    eta: float = param(0.5, doc="learning rate eta (eta L <= 1)", check=_POSITIVE)
+    rho: float = param(1.0, doc="zCDP calibration level rho of the noise", check=_POSITIVE)
+    clip: float = param(1.0, doc="G: the gradient bound scaling the noise", check=_POSITIVE)
+    sigma_sgd: float = param(
+        0.0, doc="standard deviation sigma_sgd of the gradient noise", check=finite(nonnegative)
+    )
+    t_max: int = param(
+        0, doc="support T_max of the Zames-Falb multiplier (0: none)", check=nonnegative
+    )
+    multiplier: str = param(
+        "standard",
+        doc="sign reading of the multiplier: `standard` (valid for every slope-restricted"
+        " map) or `paper`",
+        check=choice(*ftrl_socp.MULTIPLIERS),
+    )
+    n_uniform: int = param(500, doc="uniform frequency nodes of the SOCP", check=positive_integer)
+    n_log: int = param(
+        500, doc="frequency nodes log-spaced towards 0 (from eta mu / 100)", check=nonnegative
+    )
+    optimize_iterations: int = param(
+        5,
+        doc="alternations of the `optimized` mechanism (abs(B)^2 against the SOCP)",
+        check=positive_integer,
+    )
+    solver: str = param(
+        "CLARABEL", doc="cvxpy solver of the SOCPs", check=choice(*ftrl_socp.SOLVERS)
+    )
+    cross_check_kappas: list[float] = param(
+        [],
+        doc="condition numbers (added to the grid) where SGD and nu-FTRL are solved again"
+        " with `cross_check_solver`, into `bound_cross_check`",
+        check=_KAPPA,
+    )
+    cross_check_solver: str = param(
+        "SCS", doc="solver of the cross-check", check=choice(*ftrl_socp.SOLVERS)
+    )
+
+
+def _kappas(P: FtrlSocpBoundParams) -> list[float]:
+    if P.kappas is not None:
+        return [float(k) for k in P.kappas]
+    return list(np.geomspace(1.0, float(P.kappa_max), int(P.n_kappa)))
+
+
+def _socp_params(cell: Mapping[str, Any]) -> FtrlSocpBoundParams:
+    P = _params(FtrlSocpBoundParams, cell)
+    if P.kappas is not None:
+        _non_empty(P, "kappas")
+    if float(P.eta) * float(P.L) > 1:
+        raise ValueError(f"{P.kind}: eta * L must be <= 1; got eta={P.eta}, L={P.L}")
+    return P
 
 
 def check_socp_cell(cell: Mapping[str, Any]) -> None:
-    """Validate an ``ftrl_socp_bound`` cell."""
-    _kappas(cell)
-    if cell.get("multiplier", "standard") not in ftrl_socp.MULTIPLIERS:
-        raise ValueError(f"multiplier must be one of {ftrl_socp.MULTIPLIERS}")
-    for key in ("solver", "cross_check_solver"):
-        if cell.get(key, "CLARABEL") not in ftrl_socp.SOLVERS:
-            raise ValueError(f"{key} must be one of {ftrl_socp.SOLVERS}")
-    _int(cell, "t_max", 0, minimum=0)
-    _int(cell, "n_uniform", 500)
-    _int(cell, "n_log", 500, minimum=0)
-    _int(cell, "optimize_iterations", 5)
-    for kappa in cell.get("cross_check_kappas", []):
-        if _float({"cross_check_kappas": kappa}, "cross_check_kappas") < 1:
-            raise ValueError("cross_check_kappas must be >= 1 (condition numbers)")
-    if _float(cell, "eta", 0.5) * _float(cell, "L", 1.0) > 1:
-        raise ValueError("eta * L must be <= 1")
+    """Validate an ``ftrl_socp_bound`` cell (the spec, ``eta L <= 1``, ``kappas`` not empty)."""
+    _socp_params(cell)
 
 
 def run_socp_bound(
@@ -710,35 +816,33 @@ def run_socp_bound(
 ) -> pd.DataFrame:
     r"""Fig. 3 rows: :func:`dpreg.theory.ftrl_socp.socp_curve` over the κ grid.
 
-    Keys: ``kappas`` or ``kappa_max`` (1000) and ``n_kappa`` (20, log-spaced from 1),
-    ``L`` (1), ``eta`` (0.5), ``rho`` (1), ``clip`` (1), ``sigma_sgd`` (0), ``t_max``
-    (0), ``multiplier`` (standard), ``n_uniform`` / ``n_log`` (500 / 500 grid nodes),
-    ``optimize_iterations`` (5), ``solver`` (CLARABEL); ``cross_check_kappas`` (added to
-    the grid) re-solves SGD and ν-FTRL there with ``cross_check_solver`` (SCS) into
+    Keys, defaults and ranges: :class:`FtrlSocpBoundParams`. The κ grid is ``kappas``
+    or ``n_kappa`` points log-spaced from 1 to ``kappa_max``; ``cross_check_kappas``
+    (added to the grid) re-solves SGD and ν-FTRL there with ``cross_check_solver`` into
     ``bound_cross_check``.
     """
-    check_socp_cell(cell)
+    P = _socp_params(cell)
     kw = {
-        "L": _float(cell, "L", 1.0),
-        "eta": _float(cell, "eta", 0.5),
-        "rho": _float(cell, "rho", 1.0),
-        "clip": _float(cell, "clip", 1.0),
-        "sigma_sgd": _float(cell, "sigma_sgd", 0.0, positive=False),
-        "t_max": _int(cell, "t_max", 0, minimum=0),
-        "multiplier": cell.get("multiplier", "standard"),
-        "n_uniform": _int(cell, "n_uniform", 500),
-        "n_log": _int(cell, "n_log", 500, minimum=0),
+        "L": float(P.L),
+        "eta": float(P.eta),
+        "rho": float(P.rho),
+        "clip": float(P.clip),
+        "sigma_sgd": float(P.sigma_sgd),
+        "t_max": int(P.t_max),
+        "multiplier": P.multiplier,
+        "n_uniform": int(P.n_uniform),
+        "n_log": int(P.n_log),
     }
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # cvxpy's "solution may be inaccurate"; see status
-        checks = [float(k) for k in cell.get("cross_check_kappas", [])]
-        kappas = sorted(set(_kappas(cell)) | set(checks))
+        checks = [float(k) for k in P.cross_check_kappas]
+        kappas = sorted(set(_kappas(P)) | set(checks))
         table = ftrl_socp.socp_curve(
             kappas,
-            optimize_iterations=_int(cell, "optimize_iterations", 5),
-            solver=cell.get("solver", "CLARABEL"),
+            optimize_iterations=int(P.optimize_iterations),
+            solver=P.solver,
             **kw,
         )
         table["bound_cross_check"] = math.nan
@@ -746,7 +850,7 @@ def run_socp_bound(
             other = ftrl_socp.socp_curve(
                 [float(k) for k in checks],
                 mechanisms=("sgd", "nu_ftrl"),
-                solver=cell.get("cross_check_solver", "SCS"),
+                solver=P.cross_check_solver,
                 **kw,
             )
             for _, r in other.iterrows():
@@ -768,13 +872,19 @@ SOCP_BOUND = StudyKind(
     run=run_socp_bound,
     summarise=summarise_first_trial,
     figure=_figure_socp,
-    required=frozenset(),
-    optional=SOCP_KEYS,
+    params=FtrlSocpBoundParams,
     check_cell=check_socp_cell,
 )
 
 
 # ----------------------------------------------------------------------- Fig. 4 (quoted)
+
+
+@dataclass(frozen=True)
+class FtrlQuotedParams(KindParams):
+    """``ftrl_quoted`` takes no keys: its rows are the paper's numbers."""
+
+    kind = "ftrl_quoted"
 
 
 def run_quoted(
@@ -786,6 +896,7 @@ def run_quoted(
     data: Dataset | None = None,
 ) -> pd.DataFrame:
     """Return the paper's deep-learning numbers (:data:`QUOTED_RESULTS`), labelled quoted."""
+    del cell  # no keys (FtrlQuotedParams)
     frame = pd.DataFrame(list(QUOTED_RESULTS))
     frame.insert(0, "status", "quoted from the paper, not reproduced")
     return _repeat(frame, trials, first_trial, seed)
@@ -802,4 +913,5 @@ QUOTED = StudyKind(
     run=run_quoted,
     summarise=summarise_first_trial,
     figure=_figure_quoted,
+    params=FtrlQuotedParams,
 )

@@ -40,6 +40,8 @@ __all__ = [
     "KindParams",
     "at_least",
     "choice",
+    "finite",
+    "half_open_interval",
     "nonnegative",
     "open_interval",
     "param",
@@ -114,6 +116,29 @@ def open_interval(low: float, high: float) -> Check:
         return None if low < value < high else f"must lie in ({low:g}, {high:g})"
 
     check.text = f"in ({low:g}, {high:g})"  # type: ignore[attr-defined]
+    return check
+
+
+def half_open_interval(low: float, high: float) -> Check:
+    """Check: a number in ``(low, high]``."""
+
+    def check(value: Any) -> str | None:
+        return None if low < value <= high else f"must lie in ({low:g}, {high:g}]"
+
+    check.text = f"in ({low:g}, {high:g}]"  # type: ignore[attr-defined]
+    return check
+
+
+def finite(inner: Check | None = None) -> Check:
+    """Check: a finite number (not infinity) that ``inner``, if given, accepts too."""
+
+    def check(value: Any) -> str | None:
+        if not math.isfinite(value):
+            return "must be finite"
+        return None if inner is None else inner(value)
+
+    text = getattr(inner, "text", "") if inner is not None else ""
+    check.text = f"{text}, finite" if text else "finite"  # type: ignore[attr-defined]
     return check
 
 
