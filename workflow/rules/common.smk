@@ -11,6 +11,7 @@ from dpreg.config import (
 )
 from dpreg.experiments.captions import study_caption
 from dpreg.experiments.claims import papers_with_claims
+from dpreg.experiments.kinds import get_kind
 from dpreg.seeds import job_seed
 
 check_config_references(config)  # includes check_hyper_blocks
@@ -92,11 +93,15 @@ def chunk_cell(wildcards):
 
 
 def chunk_input(wildcards):
-    """The prepared dataset a cell reads, if any."""
+    """The prepared dataset a cell reads, if any (and its test rows, if the kind uses them)."""
     name = chunk_cell(wildcards).params(config).get("dataset")
     if name is None:
         return {}
-    return {"table": f"resources/data/{name}.parquet", "meta": f"resources/data/{name}.json"}
+    files = {"table": f"resources/data/{name}.parquet", "meta": f"resources/data/{name}.json"}
+    if get_kind(config["studies"][wildcards.study]["kind"]).uses_test_rows:
+        files["test_table"] = f"resources/data/{name}.test.parquet"
+        files["test_meta"] = f"resources/data/{name}.test.json"
+    return files
 
 
 def chunk_params(wildcards):
