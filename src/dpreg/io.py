@@ -182,15 +182,18 @@ def read_prepared_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a prepared dataset, verified against the sha256 recorded when it was built.
 
     The preparation step writes ``table_sha256`` into the dataset's ``.json`` sidecar
-    (same name, next to the parquet file). A file damaged or replaced after it was built
-    is refused with a message naming it and how to rebuild it, instead of a raw pyarrow
-    error (or, worse, a silently different dataset).
+    (same name, next to the parquet file: ``{dataset}.json`` for ``{dataset}.parquet``,
+    ``{dataset}.test.json`` for the test rows' ``{dataset}.test.parquet``). A file
+    damaged or replaced after it was built is refused with a message naming it and how
+    to rebuild it, instead of a raw pyarrow error (or, worse, a silently different
+    dataset).
     """
     path = Path(path)
-    meta_path = path.with_suffix(".json")
+    meta_path = path.with_suffix(".json")  # x.test.parquet -> x.test.json
+    rule = "prepare_test_rows" if path.name.endswith(".test.parquet") else "prepare_dataset"
     rebuild = (
         f"delete it (and {meta_path.name}) and rerun snakemake, or add"
-        f" `--forcerun {path}` to your snakemake command (the prepare_dataset rule rebuilds it)"
+        f" `--forcerun {path}` to your snakemake command (the {rule} rule rebuilds it)"
     )
     if meta_path.is_file():
         try:

@@ -107,11 +107,15 @@ def chunk_cell(wildcards):
 
 
 def chunk_input(wildcards):
-    """The prepared dataset a cell reads, if any."""
+    """The prepared dataset a cell reads, if any (and its test rows, if the kind uses them)."""
     name = chunk_cell(wildcards).params(config).get("dataset")
     if name is None:
         return {}
-    return {"table": f"resources/data/{name}.parquet", "meta": f"resources/data/{name}.json"}
+    files = {"table": f"resources/data/{name}.parquet", "meta": f"resources/data/{name}.json"}
+    if get_kind(config["studies"][wildcards.study]["kind"]).uses_test_rows:
+        files["test_table"] = f"resources/data/{name}.test.parquet"
+        files["test_meta"] = f"resources/data/{name}.test.json"
+    return files
 
 
 def chunk_params(wildcards):

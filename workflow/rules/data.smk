@@ -18,3 +18,23 @@ rule prepare_dataset:
         seed=dataset_seed,
     script:
         "../scripts/prepare_dataset.py"
+
+
+# The rows held out of the prepared table (same spec and seed, so the same split),
+# transformed with the training rows' statistics; requested only by the chunks of a study
+# whose kind has uses_test_rows (chunk_input in common.smk). A dataset that holds no rows
+# out gets an empty table (0 rows, n_test: 0 in the json). prepare_dataset is unchanged.
+rule prepare_test_rows:
+    output:
+        table="resources/data/{dataset}.test.parquet",
+        meta="resources/data/{dataset}.test.json",
+    log:
+        "logs/data/{dataset}.test.log",
+    conda:
+        "../envs/dpreg.yaml"
+    # As prepare_dataset: the dataset's identity only, never where its files come from.
+    params:
+        spec=dataset_spec,
+        seed=dataset_seed,
+    script:
+        "../scripts/prepare_test_rows.py"

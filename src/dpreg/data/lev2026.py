@@ -46,11 +46,15 @@ allowed) and are listed in :data:`LARGE_OFFLINE_UNAVAILABLE` (and carry the attr
 ``large_offline_unavailable = True``) so that a configuration can switch them off.
 
 The number of held-out (test) rows is recorded in the last ``preprocessing`` step
-(``{"step": "lev2026", "held_out_rows": ...}``); see :func:`held_out_rows`.
+(``{"step": "lev2026", "held_out_rows": ...}``); see :func:`held_out_rows`. The held-out
+rows themselves, transformed with the training rows' statistics (and, with public bounds,
+clipped like them), come from :func:`load_lev2026_split`, which returns ``(train, test)``
+with ``train`` identical to the loader's output.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,6 +87,7 @@ __all__ = [
     "is_lev2026",
     "lev2026_kind",
     "load_lev2026",
+    "load_lev2026_split",
 ]
 
 Fetcher = Callable[[str], Path]
@@ -410,7 +415,14 @@ def _finish(
     split_desc: str,
     summary: dict[str, Any],
     bounds: BoundsSpec,
-) -> Dataset:
+) -> tuple[Dataset, Dataset]:
+    """Standardise, bound and split: return ``(train, test)``.
+
+    Every statistic (z-score means and standard deviations, root mean squares,
+    data-derived maxima) is taken from the training rows and applied to all rows before
+    the split, so the test rows are transformed exactly as the training rows; the public
+    bounds clip test rows too. Both parts end with the same ``lev2026`` step.
+    """
     ds = Dataset(
         name=info.registry_name,
         X=raw.X,
@@ -449,7 +461,11 @@ def _finish(
         "data_derived_nonprivate": True,
         **summary,
     }
-    return tr.with_(preprocessing=tr.preprocessing + (step,))
+    test_desc = ds.description.replace("training rows", "held-out test rows", 1)
+    return (
+        tr.with_(preprocessing=tr.preprocessing + (step,)),
+        te.with_(preprocessing=te.preprocessing + (step,), description=test_desc),
+    )
 
 
 def _bounds_summary(spec: BoundsSpec) -> dict[str, Any]:
@@ -470,7 +486,7 @@ def _check_seed(seed: Any) -> None:
         raise ValueError(f"seed must be a non-negative int or a numpy Generator; got {seed!r}")
 
 
-def _load_permutation(
+def _split_permutation(
     key: str,
     *,
     fetcher: Fetcher = fetch,
@@ -480,7 +496,7 @@ def _load_permutation(
     bounds: str = "public",
     bound_X_per_sqrt_d: float = DEFAULT_BOUND_X_PER_SQRT_D,
     bound_y: float = DEFAULT_BOUND_Y,
-) -> Dataset:
+) -> tuple[Dataset, Dataset]:
     info = LEV2026_DATASETS[f"lev_{key}"]
     spec = BoundsSpec(bounds, bound_X_per_sqrt_d, bound_y)
     _check_seed(seed)
@@ -544,7 +560,7 @@ def _load_permutation(
     )
 
 
-def _load_mask(
+def _split_mask(
     key: str,
     *,
     fetcher: Fetcher = fetch,
@@ -552,7 +568,7 @@ def _load_mask(
     bounds: str = "public",
     bound_X_per_sqrt_d: float = DEFAULT_BOUND_X_PER_SQRT_D,
     bound_y: float = DEFAULT_BOUND_Y,
-) -> Dataset:
+) -> tuple[Dataset, Dataset]:
     info = LEV2026_DATASETS[f"lev_{key}"]
     spec = BoundsSpec(bounds, bound_X_per_sqrt_d, bound_y)
     raw, test = _read_mask_data(key, fetcher)
@@ -570,6 +586,70 @@ def _load_mask(
         summary={"split": int(split), **_bounds_summary(spec)},
         bounds=spec,
     )
+
+
+def _train_part(split: Callable[..., tuple[Dataset, Dataset]]) -> Callable[..., Dataset]:
+    """Make the registry loader of a split function: its training part, same keywords.
+
+    ``__signature__`` is the split function's, so the workflow's config check of loader
+    options (``inspect.signature``) sees the same keywords as before the split existed.
+    """
+
+    def load(key: str, **options: Any) -> Dataset:
+        return split(key, **options)[0]
+
+    load.__signature__ = inspect.signature(split).replace(  # type: ignore[attr-defined]
+        return_annotation="Dataset"
+    )
+    load.__name__ = load.__qualname__ = split.__name__.replace("_split_", "_load_")
+    return load
+
+
+_load_mask = _train_part(_split_mask)
+_load_permutation = _train_part(_split_permutation)
+
+
+def _registry_name(name: str) -> str:
+    reg = name if name.startswith("lev_") else f"lev_{name}"
+    if reg not in LEV2026_DATASETS:
+        raise ValueError(f"unknown lev2026 dataset {name!r}; known: {sorted(LEV2026_DATASETS)}")
+    return reg
+
+
+def load_lev2026_split(name: str, **options: Any) -> tuple[Dataset, Dataset]:
+    """Load one of the 33 datasets as ``(train, test)``: the split and its held-out rows.
+
+    ``train`` is exactly what :func:`load_lev2026` returns for the same options (same
+    arrays, bit for bit, and the same ``preprocessing`` record). ``test`` holds the
+    held-out rows of the same split (mask column ``split`` or the permutation of
+    ``seed``), transformed **with the training rows' statistics**, exactly as the
+    training rows are:
+
+    * z-scored (where the dataset is) with the training mean and standard deviation
+      (Crime with the ``crime_zscore_on="all"`` default: the statistics of all rows, as
+      for the training rows);
+    * ``bounds="public"``: divided by the training root mean squares, then by the public
+      bounds, and **clipped** like the training rows (rows beyond ``C_X`` projected onto
+      the unit ball, ``y`` clipped to ``[-1, 1]``), so ``||x_i|| <= 1`` and
+      ``|y_i| <= 1`` hold for the test rows too;
+    * ``bounds="data_derived"``: divided by the factors read off the **training** rows
+      (``max ||x_i,train||``, ``max |y_i,train|``); the test rows are not clipped and
+      **may exceed 1** in norm.
+
+    Parameters
+    ----------
+    name : str
+        E.g. ``"lev_pol"`` or ``"pol"``.
+    **options
+        As :func:`load_lev2026`.
+
+    Returns
+    -------
+    train, test : Dataset
+        Disjoint; together ``n_total`` rows (the ``lev2026`` step of ``preprocessing``,
+        which both carry). The test part's ``split`` step says ``"part": "test"``.
+    """
+    return _SPLITS[_registry_name(name)](**options)
 
 
 def load_lev2026(name: str, **options: Any) -> Dataset:
@@ -593,12 +673,10 @@ def load_lev2026(name: str, **options: Any) -> Dataset:
     Dataset
         The training rows with ``||x_i|| <= 1`` and ``|y_i| <= 1`` (with
         ``bounds="data_derived"``: ``max ||x_i|| = 1`` and ``max |y_i| = 1``); the
-        held-out row count is in the final ``preprocessing`` step (:func:`held_out_rows`).
+        held-out row count is in the final ``preprocessing`` step (:func:`held_out_rows`);
+        :func:`load_lev2026_split` returns the held-out rows too.
     """
-    reg = name if name.startswith("lev_") else f"lev_{name}"
-    if reg not in LEV2026_DATASETS:
-        raise ValueError(f"unknown lev2026 dataset {name!r}; known: {sorted(LEV2026_DATASETS)}")
-    return _LOADERS[reg](**options)
+    return _LOADERS[_registry_name(name)](**options)
 
 
 def _make_loader(info: LevDatasetInfo) -> Callable[..., Dataset]:
@@ -611,6 +689,10 @@ def _make_loader(info: LevDatasetInfo) -> Callable[..., Dataset]:
 
 _LOADERS: dict[str, Callable[..., Dataset]] = {
     reg: _make_loader(info) for reg, info in LEV2026_DATASETS.items()
+}
+_SPLITS: dict[str, Callable[..., tuple[Dataset, Dataset]]] = {
+    reg: partial(_split_mask if info.kind == "mask" else _split_permutation, info.key)
+    for reg, info in LEV2026_DATASETS.items()
 }
 
 #: The loaders of this module by dataset name (the registry is :mod:`dpreg.data.loaders`).

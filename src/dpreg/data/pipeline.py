@@ -1,4 +1,9 @@
-"""The workflow's data stage: fetch, load and preprocess one configured dataset."""
+"""The workflow's data stage: fetch, load and preprocess one configured dataset.
+
+:func:`prepare_dataset` returns the prepared (training) table, or with ``rows="test"`` the
+rows held out of it, transformed as the training rows (``resources/data/{dataset}.parquet``
+and ``resources/data/{dataset}.test.parquet`` in the workflow).
+"""
 
 from __future__ import annotations
 
@@ -11,13 +16,21 @@ import numpy as np
 import pandas as pd
 
 from dpreg.data.acquire import fetch
+from dpreg.data.datasets import Dataset
 from dpreg.data.lev2026 import held_out_rows as lev2026_held_out_rows
-from dpreg.data.lev2026 import is_lev2026, lev2026_kind
+from dpreg.data.lev2026 import is_lev2026, lev2026_kind, load_lev2026_split
 from dpreg.data.loaders import load_dataset
 from dpreg.data.preprocess import preprocess_lev2026
 from dpreg.data.uci import UCI_NAMES
 
 PREPROCESSING = ("none", "lev2026", "liang2025")
+#: Which rows :func:`prepare_dataset` returns: the prepared table or its held-out rows.
+ROWS = ("train", "test")
+#: Why a test table is empty (``no_test_rows`` in its metadata).
+NO_TEST_ROWS = (
+    "no rows are held out: the prepared table holds every row of the dataset (no split, "
+    "a split kept as the is_train column, or a subsample), so there are no test rows"
+)
 
 
 def prepare_dataset(
@@ -28,6 +41,7 @@ def prepare_dataset(
     allow_download: bool = True,
     download_dir: str | os.PathLike[str] = "resources/downloads",
     seed: int = 0,
+    rows: str = "train",
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Load the dataset a config entry describes and apply its preprocessing.
 
@@ -45,6 +59,17 @@ def prepare_dataset(
         Seed of random preprocessing steps (the liang2025 subsample, and the 80/20
         permutation of the ``lev_*`` permutation datasets; ``split`` goes to the
         ``lev_*`` mask datasets).
+    rows : {"train", "test"}, default "train"
+        ``"train"``: the prepared table the studies fit on (unchanged by this option).
+        ``"test"``: the rows held out of it by the same spec and seed, transformed
+        exactly as the training rows (statistics and scale factors of the training
+        rows; see :func:`dpreg.data.lev2026.load_lev2026_split`): the ``lev_*`` loaders'
+        test part, or the test part of ``preprocessing: lev2026`` (data-derived factors
+        of the training rows, so test rows may exceed norm 1). A dataset that holds no
+        rows out (no split, ``preprocessing: none`` with the split kept as the
+        ``is_train`` column, ``liang2025``) gives an **empty** table: the training
+        table's columns, 0 rows, metadata ``n_test: 0`` and ``no_test_rows`` (why), so a
+        study can report "no test rows" instead of failing.
 
     Returns
     -------
@@ -55,9 +80,14 @@ def prepare_dataset(
         training rows, z-scored with training statistics for uci_datasets sets, then
         scaled to max row norm 1 and max abs(y) 1 with data-derived factors, as the
         authors' code does; Lev et al. 2026, Section 5, docs/notes/lev2026.md §5.1).
+        With ``rows="test"``: the held-out rows (see ``rows``).
     metadata : dict
-        JSON-able: n, d, sources and sha256, preprocessing, and held-out rows.
+        JSON-able: n, d, sources and sha256, preprocessing, and held-out rows. With
+        ``rows="test"`` also ``rows: "test"``, ``n_train`` and ``n_test`` (``n_test ==
+        n``, 0 for an empty table).
     """
+    if rows not in ROWS:
+        raise ValueError(f"rows must be one of {ROWS}; got {rows!r}")
     loader = spec["loader"]
     preprocessing = spec.get("preprocessing", "none")
     if preprocessing not in PREPROCESSING:
@@ -75,7 +105,12 @@ def prepare_dataset(
     if is_lev and lev2026_kind(loader) == "permutation":
         # The random 80/20 permutation of the lev2026 loaders, from the dataset's seed.
         options.setdefault("seed", int(seed))
-    data = load_dataset(loader, fetcher=fetcher, **options)
+    test: Dataset | None = None
+    if is_lev and rows == "test":
+        # The same loader's split: its train part is what load_dataset returns.
+        data, test = load_lev2026_split(loader, fetcher=fetcher, **options)
+    else:
+        data = load_dataset(loader, fetcher=fetcher, **options)
     held_out = 0
     prep_options = dict(spec.get("preprocessing_options") or {})
     if is_lev:
@@ -102,7 +137,27 @@ def prepare_dataset(
         _check_options(name, prep_options, set())
     data = data.with_(name=name)
     metadata = {**data.metadata(), "config_name": name, "loader": loader, "held_out_rows": held_out}
+    if rows == "test":
+        return _test_table(data, test, metadata)
     return data.to_frame(), metadata
+
+
+def _test_table(
+    train: Dataset, test: Dataset | None, train_metadata: dict[str, Any]
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Return the held-out rows' frame and metadata (empty when no rows are held out)."""
+    extra = {key: train_metadata[key] for key in ("config_name", "loader", "held_out_rows")}
+    if test is None:
+        frame = train.to_frame().iloc[:0].copy()
+        meta = {**train.metadata(), "n": 0, "n_train": train.n, "n_test": 0}
+        meta["no_test_rows"] = NO_TEST_ROWS
+        frame.attrs = {"dpreg": meta}
+        return frame, {**meta, **extra, "rows": "test"}
+    if test.n != train_metadata["held_out_rows"]:  # pragma: no cover - a loader bug
+        raise AssertionError(f"{train.name}: {test.n} test rows, {extra['held_out_rows']} held out")
+    test = test.with_(name=train.name)
+    meta = {**test.metadata(), "n_train": train.n, "n_test": test.n}
+    return test.to_frame(), {**meta, **extra, "rows": "test"}
 
 
 def _check_options(name: str, options: Mapping[str, Any], allowed: set[str]) -> None:

@@ -385,6 +385,7 @@ BENCHMARK = StudyKind(
     figure=figure_profile,
     params=BenchmarkParams,
     check_cell=check_benchmark_cell,
+    uses_test_rows=True,
     views={
         "leaderboard": leaderboard,
         "profile": performance_profile,

@@ -28,10 +28,29 @@ def run_cell(
     first_trial: int,
     seed: int,
     frame: pd.DataFrame | None = None,
+    test_frame: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Run one chunk of one study cell; ``frame`` is the prepared dataset, if any."""
+    """Run one chunk of one study cell; ``frame`` is the prepared dataset, if any.
+
+    ``test_frame`` is the dataset's held-out rows (its test table), read only by a kind
+    with ``uses_test_rows``: its ``run`` gets ``test=`` (a Dataset, or ``None`` without a
+    test table or for an empty one). Other kinds are called without ``test`` and refuse a
+    ``test_frame``.
+    """
+    study_kind = get_kind(kind)
     data = Dataset.from_frame(frame) if frame is not None else None
-    runs = get_kind(kind).run(cell, trials=trials, first_trial=first_trial, seed=seed, data=data)
+    extra: dict[str, Any] = {}
+    if study_kind.uses_test_rows:
+        has_rows = test_frame is not None and len(test_frame) > 0
+        extra["test"] = Dataset.from_frame(test_frame) if has_rows else None
+    elif test_frame is not None:
+        raise ValueError(
+            f"study kind {kind!r} does not use test rows (uses_test_rows is False) but a"
+            " test table was given"
+        )
+    runs = study_kind.run(
+        cell, trials=trials, first_trial=first_trial, seed=seed, data=data, **extra
+    )
     missing = {"trial", "seed"} - set(runs.columns)
     if missing:
         raise ValueError(f"study kind {kind!r} returned rows without {sorted(missing)}")
@@ -56,6 +75,7 @@ def run_chunk(
     *,
     blocks: Sequence[Mapping[str, int]],
     frame: pd.DataFrame | None = None,
+    test_frame: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Run one chunk as consecutive seed blocks (see :mod:`dpreg.config`).
 
@@ -71,6 +91,8 @@ def run_chunk(
         its block only, never on how blocks are grouped into chunks.
     frame : DataFrame, optional
         The prepared dataset.
+    test_frame : DataFrame, optional
+        The dataset's held-out rows, for a kind with ``uses_test_rows`` (:func:`run_cell`).
 
     Returns
     -------
@@ -87,6 +109,7 @@ def run_chunk(
             first_trial=int(b["first_trial"]),
             seed=int(b["seed"]),
             frame=frame,
+            test_frame=test_frame,
         )
         for b in blocks
     ]

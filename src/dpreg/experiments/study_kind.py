@@ -25,7 +25,17 @@ RunFn = Callable[..., pd.DataFrame]
 
 ``cell`` merges the study's ``params`` with the cell's grid values; ``data`` is the
 prepared :class:`~dpreg.data.datasets.Dataset` named by ``cell["dataset"]`` or ``None``.
-Rows must carry ``trial`` (global index) and ``seed``; the workflow adds ``study``."""
+Rows must carry ``trial`` (global index) and ``seed``; the workflow adds ``study``.
+
+A kind with :attr:`StudyKind.uses_test_rows` is called with one more keyword,
+``run(cell, *, trials, first_trial, seed, data, test)``: ``test`` is the dataset's
+held-out rows (``resources/data/{dataset}.test.parquet``) as a
+:class:`~dpreg.data.datasets.Dataset`, transformed exactly as ``data`` (training
+statistics and scale factors; with public bounds clipped like it, with data-derived
+bounds possibly beyond norm 1), or ``None`` when the cell has no dataset or the dataset
+holds no rows out (an empty test table, ``n_test: 0``). Test rows are for evaluating
+the released estimate only; nothing private may be computed from them. Kinds without
+the flag never receive ``test``."""
 
 SummariseFn = Callable[[pd.DataFrame, Sequence[Mapping[str, Any]]], pd.DataFrame]
 """``summarise(runs, references) -> table``: deterministic columns only (no timings)."""
@@ -55,6 +65,10 @@ class StudyKind:
         The kind's typed parameter spec (:mod:`dpreg.experiments.params`). When given,
         ``required`` and ``optional`` are derived from it and :meth:`validate_cell`
         checks every value's type and range before ``check_cell``.
+    uses_test_rows : bool, default False
+        The kind evaluates on the held-out rows: the workflow also prepares and reads
+        the dataset's test table and ``run`` gets the keyword ``test`` (see
+        :data:`RunFn`).
     views : mapping of str to callable, optional
         Further tables computed from the study's table, ``view(table) -> DataFrame``
         (deterministic), written by the workflow to
@@ -72,6 +86,7 @@ class StudyKind:
     optional: frozenset[str] = field(default_factory=frozenset)
     check_cell: Callable[[Mapping[str, Any]], None] | None = None
     params: type[KindParams] | None = None
+    uses_test_rows: bool = False
     views: Mapping[str, Callable[[pd.DataFrame], pd.DataFrame]] = field(default_factory=dict)
     view_figures: Mapping[str, FigureFn] = field(default_factory=dict)
 
