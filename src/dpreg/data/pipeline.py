@@ -19,7 +19,7 @@ from dpreg.data.acquire import fetch
 from dpreg.data.datasets import Dataset
 from dpreg.data.lev2026 import held_out_rows as lev2026_held_out_rows
 from dpreg.data.lev2026 import is_lev2026, lev2026_kind, load_lev2026_split
-from dpreg.data.loaders import load_dataset
+from dpreg.data.loaders import DATASET_LOADERS, load_dataset
 from dpreg.data.preprocess import preprocess_lev2026
 from dpreg.data.uci import UCI_NAMES
 
@@ -106,12 +106,16 @@ def prepare_dataset(
         # The random 80/20 permutation of the lev2026 loaders, from the dataset's seed.
         options.setdefault("seed", int(seed))
     test: Dataset | None = None
+    # A loader that draws its own held-out rows (the synthetic regimes) has ``split``.
+    splitter = getattr(DATASET_LOADERS.get(loader), "split", None)
     if is_lev and rows == "test":
         # The same loader's split: its train part is what load_dataset returns.
         data, test = load_lev2026_split(loader, fetcher=fetcher, **options)
+    elif splitter is not None:
+        data, test = splitter(fetcher=fetcher, **options)
     else:
         data = load_dataset(loader, fetcher=fetcher, **options)
-    held_out = 0
+    held_out = 0 if test is None else test.n
     prep_options = dict(spec.get("preprocessing_options") or {})
     if is_lev:
         # lev_* loaders already return the training rows after the authors' pipeline.
