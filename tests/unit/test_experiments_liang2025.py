@@ -12,7 +12,7 @@ import pytest
 
 from dpreg.data.datasets import Dataset
 from dpreg.data.preprocess import preprocess_liang2025
-from dpreg.data.synthetic import IVLinearDGP
+from dpreg.data.synthetic import IVLinearDGP, sample_iv_batch
 from dpreg.estimators.ols import two_sls
 from dpreg.experiments import liang2025 as L
 from dpreg.experiments.kinds import STUDY_KINDS
@@ -39,49 +39,13 @@ def _csv_roundtrip(table: pd.DataFrame) -> pd.DataFrame:
     return pd.read_csv(buf)
 
 
-# --------------------------------------------------------------------------- the DGP
-
-
-def test_dgp_moments_match_section_4_1():
-    """E[z z^T] = I, Cov(x-error, y-error) = Phi^T phi, Cov(x-error) = Phi^T Phi + I."""
-    dgp = IVLinearDGP.draw(rng=np.random.default_rng(3), p=3, q=4, r=2)
-    truth = {k: v[None] for k, v in dgp.truth().items()}
-    N = 200_000
-    Z, X, y = L.sample_iv_batch(truth, n=N, trials=1, rng=np.random.default_rng(11))
-    Z, X, y = Z[0], X[0], y[0]
-    ex = X - Z @ dgp.Theta  # x-error: Phi^T u + eps_x
-    ey = y - X @ dgp.beta  # y-error: phi^T u + eps_y
-
-    def check(products: np.ndarray, expected: np.ndarray) -> None:
-        mean = products.mean(axis=0)
-        se = products.std(axis=0, ddof=1) / math.sqrt(N)
-        assert np.all(np.abs(mean - expected) < 5 * se), (mean, expected, se)
-
-    check(np.einsum("ni,nj->nij", Z, Z), np.eye(4))
-    check(ex * ey[:, None], dgp.Phi.T @ dgp.phi)
-    check(np.einsum("ni,nj->nij", ex, ex), dgp.Phi.T @ dgp.Phi + np.eye(3))
-    check(Z * ey[:, None], np.zeros(4))  # exclusion restriction
-    check(Z, np.zeros(4))
-
-
-def test_truth_batch_distribution():
-    m = 4000
-    t = L.draw_truth_batch(np.random.default_rng(0), p=2, q=3, r=4, trials=m)
-    assert t["beta"].shape == (m, 2) and t["Theta"].shape == (m, 3, 2)
-    assert t["Phi"].shape == (m, 4, 2) and t["phi"].shape == (m, 4)
-    se = 1 / math.sqrt(m)  # standard error of the mean of m draws with sd 1
-    # Standard error of the sample sd of m normal draws with sd 1: 1/sqrt(2(m - 1)) ~ 0.011,
-    # so 5 SE ~ 0.056; an entry sd off by 10 % (0.1) fails.
-    se_sd = 1 / math.sqrt(2 * (m - 1))
-    np.testing.assert_allclose(t["Theta"].mean(axis=0), 5 * np.eye(3, 2), atol=5 * se)
-    np.testing.assert_allclose(t["Theta"].std(axis=0, ddof=1), 1.0, atol=5 * se_sd)
-    np.testing.assert_allclose(t["beta"].mean(axis=0), 0.0, atol=5 * se)
+# ------------------------------------------------------------- the batched 2SLS
 
 
 def test_two_sls_batch_matches_closed_form():
     dgp = IVLinearDGP.draw(rng=np.random.default_rng(1), p=2, q=3, r=2)
-    truth = {k: v[None] for k, v in dgp.truth().items()}
-    Z, X, y = L.sample_iv_batch(truth, n=300, trials=4, rng=np.random.default_rng(2))
+    truth = dgp.truth_batch()
+    Z, X, y = sample_iv_batch(truth, n=300, trials=4, rng=np.random.default_rng(2))
     got = two_sls(Z=Z, X=X, y=y)
     for k in range(4):
         np.testing.assert_allclose(got[k], two_sls(y=y[k], X=X[k], Z=Z[k]), rtol=1e-9)

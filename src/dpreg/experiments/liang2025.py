@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg.data.datasets import Dataset
-from dpreg.data.synthetic import IVLinearDGP
+from dpreg.data.synthetic import IVLinearDGP, draw_iv_truth_batch, sample_iv_batch
 from dpreg.estimators.ols import two_sls
 from dpreg.experiments.budgets import budget_columns
 from dpreg.experiments.study_kind import StudyKind
@@ -63,11 +63,9 @@ __all__ = [
     "SYNTHETIC_KEYS",
     "SYNTHETIC_METRICS",
     "angrist_clip_thresholds",
-    "draw_truth_batch",
     "run_iv_angrist",
     "run_iv_bound_curve",
     "run_iv_synthetic",
-    "sample_iv_batch",
     "summarise_iv_angrist",
     "summarise_iv_bound_curve",
     "summarise_iv_synthetic",
@@ -179,93 +177,6 @@ def _iv():
     from dpreg.estimators import iv
 
     return iv
-
-
-# ------------------------------------------------------------------- synthetic DGP (4.1)
-
-
-def draw_truth_batch(
-    rng: np.random.Generator,
-    *,
-    p: int,
-    q: int,
-    r: int,
-    trials: int,
-    instrument_strength: float = 5.0,
-) -> dict[str, np.ndarray]:
-    r"""Draw ``trials`` independent ground truths of Section 4.1 at once.
-
-    :math:`\beta \sim N(0, I_p)`, :math:`\Theta = s I_{q\times p} + E` with
-    :math:`E_{ij} \sim N(0, 1)`, :math:`\Phi_{ij} \sim N(0, 1)`,
-    :math:`\phi \sim N(0, I_r)` -- the distribution of
-    :meth:`dpreg.data.synthetic.IVLinearDGP.draw`, batched (used when the truth is
-    redrawn per trial, docs/notes/liang2025.md P12).
-
-    Returns
-    -------
-    dict
-        ``beta`` (trials, p), ``Theta`` (trials, q, p), ``Phi`` (trials, r, p),
-        ``phi`` (trials, r).
-    """
-    beta = rng.standard_normal((trials, p))
-    Theta = instrument_strength * np.eye(q, p)[None] + rng.standard_normal((trials, q, p))
-    Phi = rng.standard_normal((trials, r, p))
-    phi = rng.standard_normal((trials, r))
-    return {"beta": beta, "Theta": Theta, "Phi": Phi, "phi": phi}
-
-
-def _truth_of(dgp: IVLinearDGP) -> dict[str, np.ndarray]:
-    t = dgp.truth()
-    return {k: v[None] for k, v in t.items()}
-
-
-def sample_iv_batch(
-    truth: Mapping[str, np.ndarray],
-    *,
-    n: int,
-    trials: int,
-    rng: np.random.Generator,
-    sigma_x: float = 1.0,
-    sigma_y: float = 1.0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""Sample ``trials`` independent data sets of the Section 4.1 model at once.
-
-    :math:`z_i \sim N(0, I_q)`, :math:`u_i \sim N(0, I_r)`,
-    :math:`x_i = \Theta^\top z_i + \Phi^\top u_i + \sigma_x\epsilon_{x,i}`,
-    :math:`y_i = \beta^\top x_i + \phi^\top u_i + \sigma_y\epsilon_{y,i}` (eq. 1 with
-    a confounder; the paper swaps the labels of the two errors in its text,
-    docs/notes/liang2025.md §5.1). ``u`` is not returned.
-
-    Parameters
-    ----------
-    truth : mapping
-        ``beta`` (k, p), ``Theta`` (k, q, p), ``Phi`` (k, r, p), ``phi`` (k, r) with
-        ``k = 1`` (shared truth) or ``k = trials``.
-    n, trials : int
-        Rows per data set and number of data sets.
-    rng : numpy.random.Generator
-        Source of the data.
-    sigma_x, sigma_y : float
-        Idiosyncratic noise scales (1 in the paper).
-
-    Returns
-    -------
-    Z : ndarray (trials, n, q)
-    X : ndarray (trials, n, p)
-    y : ndarray (trials, n)
-    """
-    Theta, Phi = truth["Theta"], truth["Phi"]
-    q, p = Theta.shape[-2:]
-    r = Phi.shape[-2]
-    Z = rng.standard_normal((trials, n, q))
-    U = rng.standard_normal((trials, n, r))
-    X = Z @ Theta + U @ Phi + sigma_x * rng.standard_normal((trials, n, p))
-    y = (
-        (X @ truth["beta"][..., None])[..., 0]
-        + (U @ truth["phi"][..., None])[..., 0]
-        + sigma_y * rng.standard_normal((trials, n))
-    )
-    return Z, X, y
 
 
 # ----------------------------------------------------------------------- iv_synthetic
@@ -618,7 +529,7 @@ def run_iv_synthetic(
             r=spec.r,
             instrument_strength=spec.strength,
         )
-        shared = _truth_of(dgp)
+        shared = dgp.truth_batch()
 
     clip_theta, clip_beta = _clips_for(spec)
     if spec.algorithm == "2sls":
@@ -634,7 +545,7 @@ def run_iv_synthetic(
     for lo in range(0, trials, block):
         k = min(block, trials - lo)
         if shared is None:
-            truth = draw_truth_batch(
+            truth = draw_iv_truth_batch(
                 data_rng, p=spec.p, q=spec.q, r=spec.r, trials=k, instrument_strength=spec.strength
             )
         else:
