@@ -1,8 +1,12 @@
 r"""Liang et al. (2025) on the Angrist-Evans data: study kind ``iv_angrist``.
 
-Figs. 5, 8, 9: Algorithm 1 with ``T = 20`` on the prepared Angrist-Evans sample, many
-runs of fresh DP noise on the same data; per-step paths of :math:`\beta^{(t)}` and
-:math:`\Theta^{(t)}`.
+Figs. 5, 8, 9: Algorithm 1 (DP-2S-GD) with ``T = 20`` on the prepared Angrist-Evans
+sample (docs/notes/liang2025.md §5.8), many runs of fresh DP noise on the same data;
+per-step paths of :math:`\beta^{(t)}` and :math:`\Theta^{(t)}`.
+
+A cell's keys, types and defaults are :class:`IVAngristParams` (tabulated in
+``config/README.md``); :func:`check_iv_angrist_cell` adds the rules across keys. The
+budget columns of a row are described in :mod:`dpreg.experiments.liang2025_common`.
 """
 
 from __future__ import annotations
@@ -15,22 +19,34 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpreg._validation import check_positive
 from dpreg.data.datasets import Dataset
 from dpreg.experiments.liang2025_common import (
     CALIBRATIONS,
-    _choice,
-    _float,
-    _int,
     budget_row,
     budget_spent_rho,
+    check_budget_keys,
     clip_stats,
     iv_estimators,
-    parse_rho,
     scalar_diag,
+    stage_budgets,
+    trial_count,
+    zcdp_level,
+)
+from dpreg.experiments.params import (
+    KindParams,
+    choice,
+    open_interval,
+    param,
+    positive_finite,
+    positive_integer,
 )
 from dpreg.experiments.study_kind import StudyKind
+from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 
 __all__ = [
+    "ANGRIST_CLIP_RULES",
+    "IVAngristParams",
     "IV_ANGRIST",
     "angrist_clip_thresholds",
     "check_iv_angrist_cell",
@@ -38,48 +54,8 @@ __all__ = [
     "summarise_iv_angrist",
 ]
 
-ANGRIST_REQUIRED = frozenset({"dataset"})
-ANGRIST_OPTIONAL = frozenset(
-    {
-        "rho",
-        "rho_split",
-        "rho1",
-        "rho2",
-        "T",
-        "eta",
-        "alpha",
-        "calibration",
-        "clip_rule",
-        "clip_theta",
-        "clip_beta",
-        "c0",
-        "tau",
-        "z_bound",
-        "x_bound",
-        "y_bound",
-        "theta_bound",
-        "beta_bound",
-        "delta",
-        "conversion",
-    }
-)
-ANGRIST_KEYS = ANGRIST_REQUIRED | ANGRIST_OPTIONAL
-"""Cell keys of ``iv_angrist`` (see :func:`run_iv_angrist`)."""
-
 ANGRIST_CLIP_RULES: tuple[str, ...] = ("public_range", "c0_formula", "explicit")
-
-#: Public design defaults of the real-data runs (docs/notes/liang2025.md P9); see
-#: :func:`run_iv_angrist`.
-ANGRIST_DEFAULTS: dict[str, float] = {
-    "T": 20,
-    "eta": 4.0,
-    "alpha": 700.0,
-    "z_bound": 1.0,
-    "x_bound": 1.0,
-    "y_bound": 52.0,
-    "theta_bound": 0.1,
-    "beta_bound": 20.0,
-}
+"""Clip threshold rules of ``iv_angrist`` (see :func:`run_iv_angrist`)."""
 
 
 def angrist_clip_thresholds(
@@ -104,6 +80,25 @@ def angrist_clip_thresholds(
     Clipping at these values leaves every gradient untouched while the iterates stay in
     the design box (docs/notes/liang2025.md P9: the theory's :math:`\gamma \approx 21`
     over-noises by an order of magnitude on these data). Nothing is read from the data.
+
+    Parameters
+    ----------
+    z_bound, x_bound, y_bound : float
+        Public bounds on the centred :math:`|z|`, :math:`|x|`, :math:`|y|` (> 0).
+    theta_bound, beta_bound : float
+        Design bounds on :math:`|\Theta|` and :math:`|\beta|` (> 0).
+
+    Returns
+    -------
+    (float, float)
+        :math:`(\gamma_1, \gamma_2)`.
+
+    Examples
+    --------
+    >>> angrist_clip_thresholds(
+    ...     z_bound=1.0, x_bound=1.0, y_bound=52.0, theta_bound=0.1, beta_bound=20.0
+    ... )
+    (1.1, 5.4)
     """
     for v, nm in (
         (z_bound, "z_bound"),
@@ -112,63 +107,134 @@ def angrist_clip_thresholds(
         (theta_bound, "theta_bound"),
         (beta_bound, "beta_bound"),
     ):
-        _float(v, nm)
+        check_positive(v, nm)
     g1 = z_bound * (z_bound * theta_bound + x_bound)
     g2 = theta_bound * z_bound * (z_bound * theta_bound * beta_bound + y_bound)
     return float(g1), float(g2)
 
 
 @dataclass(frozen=True)
-class _AngristSpec:
-    rho1: float
-    rho2: float
-    T: int
-    eta: float
-    alpha: float
-    calibration: str
-    clip_rule: str
-    clip_theta: float | None
-    clip_beta: float | None
-    c0: float
-    tau: float
-    bounds: dict[str, float]
+class IVAngristParams(KindParams):
+    r"""Cell keys of the ``iv_angrist`` kind (Figs. 5, 8, 9).
 
+    The step sizes and clip bounds are public design choices (docs/notes/liang2025.md
+    P9), never read from the data. Besides the keys, the derived settings of a cell:
+    :meth:`stage_budgets`, :meth:`bounds`.
+    """
 
-def _angrist_spec(cell: Mapping[str, Any]) -> _AngristSpec:
-    d = ANGRIST_DEFAULTS
-    rho1, rho2 = parse_rho(cell, allow_rho=True)
-    clip_rule = _choice(cell.get("clip_rule", "public_range"), "clip_rule", ANGRIST_CLIP_RULES)
-    has_explicit = "clip_theta" in cell or "clip_beta" in cell
-    if clip_rule == "explicit" and not ("clip_theta" in cell and "clip_beta" in cell):
-        raise ValueError("clip_rule: explicit needs clip_theta and clip_beta")
-    if clip_rule != "explicit" and has_explicit:
-        raise ValueError("clip_theta/clip_beta need clip_rule: explicit")
-    bounds = {
-        k: _float(cell.get(k, d[k]), k)
-        for k in ("z_bound", "x_bound", "y_bound", "theta_bound", "beta_bound")
-    }
-    return _AngristSpec(
-        rho1=rho1,
-        rho2=rho2,
-        T=_int(cell.get("T", d["T"]), "T"),
-        eta=_float(cell.get("eta", d["eta"]), "eta"),
-        alpha=_float(cell.get("alpha", d["alpha"]), "alpha"),
-        calibration=_choice(cell.get("calibration", "exact"), "calibration", CALIBRATIONS),
-        clip_rule=clip_rule,
-        clip_theta=_float(cell["clip_theta"], "clip_theta") if has_explicit else None,
-        clip_beta=_float(cell["clip_beta"], "clip_beta") if has_explicit else None,
-        c0=_float(cell.get("c0", 1.0), "c0"),
-        tau=_float(cell.get("tau", 1.0), "tau"),
-        bounds=bounds,
+    kind = "iv_angrist"
+    dataset: str = param(
+        doc="a prepared IV dataset with p = q = 1 (centred; `preprocessing: liang2025`)"
     )
+    rho: float | str | None = param(
+        None,
+        doc="zCDP budget of each stage, rho1 = rho2 = rho (the paper's real-data figures);"
+        " instead of `rho_split` or `rho1`/`rho2`",
+        check=zcdp_level,
+    )
+    rho_split: list[float | str] | None = param(
+        None, doc="the budget as a pair [rho1, rho2]", check=zcdp_level
+    )
+    rho1: float | str = param(
+        math.inf, doc="zCDP budget rho1 of the first stage (Theta)", check=zcdp_level
+    )
+    rho2: float | str = param(
+        math.inf, doc="zCDP budget rho2 of the second stage (beta)", check=zcdp_level
+    )
+    T: int = param(20, doc="iterations T of Algorithm 1", check=positive_integer)
+    eta: float = param(
+        4.0,
+        doc="step size eta of the first stage: 1/Var(z), Var(z) = 1/4 for a same-sex"
+        " indicator (a fair coin)",
+        check=positive_finite,
+    )
+    alpha: float = param(
+        700.0,
+        doc="step size alpha of the second stage: 2/(Var(z)(theta_lo^2 + theta_hi^2)) over"
+        " the published first-stage range [0.04, 0.10], about 690",
+        check=positive_finite,
+    )
+    calibration: str = param(
+        "exact",
+        doc="noise of Algorithm 1: `exact` (its own accounting) or `paper` (Prop. 3.1's"
+        " lambda, sqrt 2 more noise, docs/notes/liang2025.md §3.1)",
+        check=choice(*CALIBRATIONS),
+    )
+    clip_rule: str = param(
+        "public_range",
+        doc="clip thresholds: `public_range` (`angrist_clip_thresholds` of the five bounds),"
+        " `c0_formula` (eq. 4 with `c0`, `tau`, about 21 here) or `explicit`"
+        " (`clip_theta`, `clip_beta`)",
+        check=choice(*ANGRIST_CLIP_RULES),
+    )
+    clip_theta: float | None = param(
+        None, doc="first-stage clip threshold of `clip_rule: explicit`", check=positive_finite
+    )
+    clip_beta: float | None = param(
+        None, doc="second-stage clip threshold of `clip_rule: explicit`", check=positive_finite
+    )
+    c0: float = param(
+        1.0, doc="c0 of the eq. 4 threshold (`clip_rule: c0_formula`)", check=positive_finite
+    )
+    tau: float = param(
+        1.0, doc="tau of the eq. 4 threshold (`clip_rule: c0_formula`)", check=positive_finite
+    )
+    z_bound: float = param(1.0, doc="public bound on the centred abs(z)", check=positive_finite)
+    x_bound: float = param(1.0, doc="public bound on the centred abs(x)", check=positive_finite)
+    y_bound: float = param(
+        52.0, doc="public bound on the centred abs(y) (weeks worked)", check=positive_finite
+    )
+    theta_bound: float = param(
+        0.1, doc="design bound on abs(Theta) (first stage)", check=positive_finite
+    )
+    beta_bound: float = param(20.0, doc="design bound on abs(beta)", check=positive_finite)
+    delta: float = param(
+        1e-5, doc="delta of the recorded epsilon of rho1 + rho2", check=open_interval(0, 1)
+    )
+    conversion: str = param(
+        DEFAULT_CONVERSION,
+        doc="zCDP to (epsilon, delta) conversion of the recorded epsilon (the workflow"
+        " sets the config's `conversion`)",
+        check=choice(*CONVERSIONS),
+    )
+
+    def stage_budgets(self) -> tuple[float, float]:
+        """Return ``(rho1, rho2)`` from ``rho_split``, ``rho`` or ``rho1``/``rho2``."""
+        return stage_budgets(rho_split=self.rho_split, rho1=self.rho1, rho2=self.rho2, rho=self.rho)
+
+    def bounds(self) -> dict[str, float]:
+        """Return the keyword arguments of :func:`angrist_clip_thresholds`."""
+        return {
+            "z_bound": float(self.z_bound),
+            "x_bound": float(self.x_bound),
+            "y_bound": float(self.y_bound),
+            "theta_bound": float(self.theta_bound),
+            "beta_bound": float(self.beta_bound),
+        }
+
+
+def _checked_params(cell: Mapping[str, Any]) -> IVAngristParams:
+    """Return the typed parameters of a cell after the checks across keys."""
+    P = IVAngristParams.from_cell(cell)
+    kind = P.kind
+    check_budget_keys(kind, set(cell), rho_split=P.rho_split, allow_rho=True)
+    explicit = (P.clip_theta is not None, P.clip_beta is not None)
+    if P.clip_rule == "explicit" and not all(explicit):
+        raise ValueError(f"{kind}: clip_rule: explicit needs clip_theta and clip_beta")
+    if P.clip_rule != "explicit" and any(explicit):
+        raise ValueError(f"{kind}: clip_theta/clip_beta need clip_rule: explicit")
+    budget_row(1.0, 1.0, delta=P.delta, conversion=P.conversion)
+    return P
 
 
 def check_iv_angrist_cell(cell: Mapping[str, Any]) -> None:
-    """Validate an ``iv_angrist`` cell (raises ``ValueError`` naming the key)."""
-    if not isinstance(cell.get("dataset"), str):
-        raise ValueError(f"dataset must be a dataset name; got {cell.get('dataset')!r}")
-    _angrist_spec(cell)
-    budget_row(1.0, 1.0, cell)
+    """Validate an ``iv_angrist`` cell: its typed spec, then the rules across keys.
+
+    One of ``rho``, ``rho_split`` or ``rho1``/``rho2``; ``clip_theta`` and ``clip_beta``
+    exactly with ``clip_rule: explicit``; ``conversion`` as the budget columns take it.
+    Raises ``ValueError`` naming the kind and the key.
+    """
+    _checked_params(cell)
 
 
 def run_iv_angrist(
@@ -188,31 +254,27 @@ def run_iv_angrist(
     :func:`dpreg.data.preprocess.preprocess_liang2025`; ``p = q = 1``), ``trials``
     independent runs of fresh DP noise on the same data.
 
+    **Step sizes (public design choices, docs/notes/liang2025.md P9).** ``eta`` (4) and
+    ``alpha`` (700). :math:`\eta = 1/\mathrm{Var}(z)` with :math:`\mathrm{Var}(z) = 1/4`
+    for a same-sex indicator (the sex of children is a fair coin, known without the
+    data). :math:`\alpha = 2/(\mathrm{Var}(z)(\theta_{lo}^2 + \theta_{hi}^2))` is the
+    optimal gradient step over a *published* range of first-stage effects
+    :math:`\Theta \in [0.04, 0.10]` (Angrist and Evans 1998 report about 0.06-0.07):
+    :math:`2/(0.25 \times 0.0116) \approx 690`, rounded to 700. The "alpha about 1000"
+    (:math:`1/\hat H`) of docs/notes/liang2025.md P9 is read off the data (a leak the
+    paper ignores) and diverges (:math:`\alpha\hat H > 2`) on subsamples with
+    :math:`\hat\Theta > 0.09`, which occur at ``n = 8065``.
+
+    **Clipping.** ``clip_rule``: ``"public_range"`` (:func:`angrist_clip_thresholds`
+    from ``z_bound``, ``x_bound``, ``y_bound`` (52 weeks), ``theta_bound``,
+    ``beta_bound``), ``"c0_formula"`` (the theory's
+    :math:`c_0(\sqrt q + \sqrt{\tau + \log nT})^2` of eq. 4 with ``c0``, ``tau``; about
+    21 here) or ``"explicit"`` (``clip_theta``, ``clip_beta``).
+
     Parameters
     ----------
     cell : mapping
-        ``dataset`` (required); budget as ``rho`` (both stages, the paper's
-        :math:`\rho_1 = \rho_2`), ``rho_split`` or ``rho1``/``rho2``; ``T`` (20);
-        ``calibration`` (``"exact"``); ``delta`` (1e-5), ``conversion``.
-
-        **Step sizes (public design choices, docs/notes/liang2025.md P9).** ``eta`` (4)
-        and ``alpha`` (700). :math:`\eta = 1/\mathrm{Var}(z)` with
-        :math:`\mathrm{Var}(z) = 1/4` for a same-sex indicator (the sex of children is a
-        fair coin, known without the data).
-        :math:`\alpha = 2/(\mathrm{Var}(z)(\theta_{lo}^2 + \theta_{hi}^2))`
-        is the optimal gradient step over a *published* range of first-stage effects
-        :math:`\Theta \in [0.04, 0.10]` (Angrist and Evans 1998 report about 0.06-0.07):
-        :math:`2/(0.25 \times 0.0116) \approx 690`, rounded to 700. The "alpha about
-        1000" (:math:`1/\hat H`) of docs/notes/liang2025.md P9 is read off the data (a
-        leak the paper ignores) and diverges (:math:`\alpha\hat H > 2`) on subsamples
-        with :math:`\hat\Theta > 0.09`, which occur at ``n = 8065``.
-
-        **Clipping.** ``clip_rule``: ``"public_range"`` (default;
-        :func:`angrist_clip_thresholds` from ``z_bound`` (1), ``x_bound`` (1),
-        ``y_bound`` (52 weeks), ``theta_bound`` (0.1), ``beta_bound`` (20)),
-        ``"c0_formula"`` (the theory's :math:`c_0(\sqrt q + \sqrt{\tau + \log nT})^2`
-        with ``c0``, ``tau``; about 21 here) or ``"explicit"`` (``clip_theta``,
-        ``clip_beta``).
+        The keys of :class:`IVAngristParams` (checked by :func:`check_iv_angrist_cell`).
     trials, first_trial, seed
         Number of runs in this seed block, global index of its first run, and the
         block's seed (:func:`dpreg.seeds.block_seed`), from which the DP noise of all its
@@ -238,37 +300,39 @@ def run_iv_angrist(
             f"iv_angrist expects p = q = 1 (x = morekids, z = samesex) after centring; got "
             f"X {data.X.shape}, Z {data.Z.shape}: load the data without controls or intercept"
         )
-    spec = _angrist_spec(cell)
-    trials = _int(trials, "trials")
+    P = _checked_params(cell)
+    trials = trial_count(trials)
+    rho1, rho2 = P.stage_budgets()
+    eta, alpha = float(P.eta), float(P.alpha)
     n = data.n
-    if spec.clip_rule == "public_range":
-        g1, g2 = angrist_clip_thresholds(**spec.bounds)
-    elif spec.clip_rule == "c0_formula":
+    if P.clip_rule == "public_range":
+        g1, g2 = angrist_clip_thresholds(**P.bounds())
+    elif P.clip_rule == "c0_formula":
         g1 = g2 = float(
-            iv_estimators().default_clip_threshold(n, 1, spec.T, c0=spec.c0, tau=spec.tau)
+            iv_estimators().default_clip_threshold(n, 1, P.T, c0=float(P.c0), tau=float(P.tau))
         )
     else:
-        assert spec.clip_theta is not None and spec.clip_beta is not None
-        g1, g2 = spec.clip_theta, spec.clip_beta
+        assert P.clip_theta is not None and P.clip_beta is not None
+        g1, g2 = float(P.clip_theta), float(P.clip_beta)
     fit = iv_estimators().fit_dp_two_stage_gd(
         data.Z,
         data.X,
         data.y,
-        rho1=spec.rho1,
-        rho2=spec.rho2,
+        rho1=rho1,
+        rho2=rho2,
         rng=np.random.default_rng(seed),
-        T=spec.T,
-        step_theta=spec.eta,
-        step_beta=spec.alpha,
+        T=P.T,
+        step_theta=eta,
+        step_beta=alpha,
         clip_theta=g1,
         clip_beta=g2,
         trials=trials,
-        calibration=spec.calibration,
+        calibration=P.calibration,
         return_path=True,
     )
     ref = two_sls_reference(y=data.y, X=data.X, Z=data.Z)
-    beta_path = np.asarray(fit.path, dtype=np.float64).reshape(trials, spec.T)
-    theta_path = np.asarray(fit.diagnostics["theta_path"], dtype=np.float64).reshape(trials, spec.T)
+    beta_path = np.asarray(fit.path, dtype=np.float64).reshape(trials, P.T)
+    theta_path = np.asarray(fit.diagnostics["theta_path"], dtype=np.float64).reshape(trials, P.T)
     diag = fit.diagnostics
     clips = fit.nonprivate_diagnostics  # clip fractions: outside the guarantee
     ct_mean, ct_last = clip_stats(clips, "clip_fraction_theta", trials)
@@ -277,15 +341,15 @@ def run_iv_angrist(
         {
             "trial": np.arange(first_trial, first_trial + trials, dtype=np.int64),
             "seed": np.full(trials, seed, dtype=np.uint64),
-            "dataset": str(cell["dataset"]),
+            "dataset": P.dataset,
             "n": n,
-            **budget_row(spec.rho1, spec.rho2, cell),
+            **budget_row(rho1, rho2, delta=P.delta, conversion=P.conversion),
             "rho_certified": budget_spent_rho(fit),
-            "T": spec.T,
-            "eta": spec.eta,
-            "alpha": spec.alpha,
-            "calibration": spec.calibration,
-            "clip_rule": spec.clip_rule,
+            "T": P.T,
+            "eta": eta,
+            "alpha": alpha,
+            "calibration": P.calibration,
+            "clip_rule": P.clip_rule,
             "clip_theta": g1,
             "clip_beta": g2,
             "lambda1": scalar_diag(diag, "lambda1", trials),
@@ -302,8 +366,8 @@ def run_iv_angrist(
             "clip_frac_beta_last": cb_last,
         }
     )
-    paths = {f"beta_{t + 1}": beta_path[:, t] for t in range(spec.T)}
-    paths.update({f"theta_{t + 1}": theta_path[:, t] for t in range(spec.T)})
+    paths = {f"beta_{t + 1}": beta_path[:, t] for t in range(P.T)}
+    paths.update({f"theta_{t + 1}": theta_path[:, t] for t in range(P.T)})
     return pd.concat([frame, pd.DataFrame(paths)], axis=1)
 
 
@@ -415,7 +479,6 @@ IV_ANGRIST = StudyKind(
     run=run_iv_angrist,
     summarise=summarise_iv_angrist,
     figure=_figure_angrist,
-    required=ANGRIST_REQUIRED,
-    optional=ANGRIST_OPTIONAL,
+    params=IVAngristParams,
     check_cell=check_iv_angrist_cell,
 )

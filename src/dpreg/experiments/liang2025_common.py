@@ -1,13 +1,16 @@
 r"""Helpers shared by the study kinds of Liang et al. (2025) (docs/liang2025.md).
 
-The privacy budget of a cell, the budget columns of a row, the certified budget of a fit
-and the per-trial clip statistics; used by :mod:`dpreg.experiments.liang2025_synthetic`
-(``iv_synthetic``), :mod:`dpreg.experiments.liang2025_angrist` (``iv_angrist``) and
+The privacy budget keys of a cell and their checks, the budget columns of a row, the
+certified budget of a fit and the per-trial clip statistics; used by
+:mod:`dpreg.experiments.liang2025_synthetic` (``iv_synthetic``),
+:mod:`dpreg.experiments.liang2025_angrist` (``iv_angrist``) and
 :mod:`dpreg.experiments.liang2025_bound` (``iv_bound_curve``).
 
 A privacy budget is given as ``rho_split: [rho1, rho2]`` or as separate ``rho1`` /
-``rho2`` (``iv_angrist`` also accepts ``rho`` for ``rho1 = rho2 = rho``); ``.inf`` or
-``"inf"`` means no noise in that stage.
+``rho2`` (``iv_angrist`` also accepts ``rho`` for ``rho1 = rho2 = rho``); a zCDP level
+is a number > 0, and ``.inf`` (YAML's infinity) or one of the texts of
+:data:`INF_STRINGS` means no noise in that stage (:func:`zcdp_level`,
+:func:`as_rho`).
 
 Privacy bookkeeping (every row of ``iv_synthetic`` and ``iv_angrist``): ``rho1``,
 ``rho2``, ``rho = rho1 + rho2`` (the composed zCDP level of the released trajectories,
@@ -25,109 +28,166 @@ P7).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from dpreg.experiments.budgets import budget_columns
-from dpreg.privacy.conversions import DEFAULT_CONVERSION
 
 __all__ = [
     "CALIBRATIONS",
+    "INF_STRINGS",
+    "as_rho",
     "budget_row",
     "budget_spent_rho",
+    "check_budget_keys",
     "clip_stats",
+    "finite",
+    "half_open_interval",
     "iv_estimators",
-    "parse_rho",
     "scalar_diag",
+    "stage_budgets",
+    "trial_count",
+    "zcdp_level",
 ]
 
 CALIBRATIONS: tuple[str, ...] = ("exact", "paper")
-DEFAULT_DELTA = 1e-5
+"""Noise calibration of the DP estimators: their own accounting or Prop. 3.1's lambda."""
 
-_INF_STRINGS = {"inf", "+inf", ".inf", "infinity"}
-
-
-# ----------------------------------------------------------------------- parsing helpers
+INF_STRINGS: tuple[str, ...] = ("inf", "+inf", ".inf", "infinity")
+"""Texts read as an infinite zCDP level (no noise), compared after strip and lower case."""
 
 
-def _float(value: Any, name: str, *, allow_inf: bool = False, positive: bool = True) -> float:
-    if isinstance(value, str) and value.strip().lower() in _INF_STRINGS:
-        value = math.inf
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a number; got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number; got {value!r}") from None
-    if math.isnan(v) or (math.isinf(v) and not allow_inf) or (positive and v <= 0):
-        what = "a positive number" if positive else "a finite number"
-        raise ValueError(f"{name} must be {what}{' or inf' if allow_inf else ''}; got {value!r}")
-    return v
+# ---------------------------------------------------------------------- value checks
 
 
-def _int(value: Any, name: str, *, minimum: int = 1) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer; got {value!r}")
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an integer; got {value!r}") from None
-    if v != value or v < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return v
+def zcdp_level(value: Any) -> str | None:
+    """Check: a zCDP level > 0 (``.inf`` allowed) or one of the texts :data:`INF_STRINGS`.
 
-
-def _choice(value: Any, name: str, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}; got {value!r}")
-    return str(value)
-
-
-def _bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise ValueError(f"{name} must be true or false; got {value!r}")
-    return bool(value)
-
-
-def parse_rho(cell: Mapping[str, Any], *, allow_rho: bool = False) -> tuple[float, float]:
-    """Return ``(rho1, rho2)`` from ``rho_split`` or ``rho1``/``rho2`` (default ``inf``).
-
-    With ``allow_rho``, a key ``rho`` sets both stages (``rho1 = rho2 = rho``, as in the
-    real-data figures).
+    Examples
+    --------
+    >>> zcdp_level(1.0) is None and zcdp_level(".inf") is None
+    True
+    >>> zcdp_level("ten")
+    "must be a number > 0 or one of the texts ['inf', '+inf', '.inf', 'infinity'] (no noise)"
     """
-    given = [k for k in ("rho_split", "rho1", "rho2", "rho") if k in cell]
+    if isinstance(value, str):
+        if value.strip().lower() in INF_STRINGS:
+            return None
+        return f"must be a number > 0 or one of the texts {list(INF_STRINGS)} (no noise)"
+    return None if value > 0 else "must be > 0 (.inf: no noise)"
+
+
+zcdp_level.text = "> 0; `.inf` or the text `inf`, `+inf`, `.inf`, `infinity`: no noise"  # type: ignore[attr-defined]
+
+
+def finite(value: Any) -> str | None:
+    """Check: a finite number (any sign)."""
+    return None if math.isfinite(value) else "must be finite"
+
+
+finite.text = "finite"  # type: ignore[attr-defined]
+
+
+def half_open_interval(low: float, high: float):
+    """Check: a number in ``[low, high)``."""
+
+    def check(value: Any) -> str | None:
+        return None if low <= value < high else f"must lie in [{low:g}, {high:g})"
+
+    check.text = f"in [{low:g}, {high:g})"  # type: ignore[attr-defined]
+    return check
+
+
+def as_rho(value: float | str) -> float:
+    """Return a checked zCDP level (:func:`zcdp_level`) as a float (``inf``: no noise)."""
+    if isinstance(value, str):
+        if value.strip().lower() not in INF_STRINGS:
+            raise ValueError(f"a zCDP level must be a number or one of {list(INF_STRINGS)}")
+        return math.inf
+    return float(value)
+
+
+def trial_count(trials: Any) -> int:
+    """Return ``trials`` (the workflow's block size) as an int >= 1; ``ValueError`` if not."""
+    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
+        raise ValueError(f"trials must be an integer >= 1; got {trials!r}")
+    return int(trials)
+
+
+# ------------------------------------------------------------------- budget of a cell
+
+
+def check_budget_keys(
+    kind: str,
+    keys: Collection[str],
+    *,
+    rho_split: Sequence[float | str] | None,
+    allow_rho: bool = False,
+) -> None:
+    """Check how a cell gives its budget: ``rho_split`` or ``rho1``/``rho2`` (or ``rho``).
+
+    The values are checked by the kind's typed spec (:func:`zcdp_level`); this checks the
+    rules across keys: ``rho_split`` is a pair and comes alone, and ``rho`` (both stages,
+    only with ``allow_rho``) comes alone.
+
+    Parameters
+    ----------
+    kind : str
+        The kind named in the messages.
+    keys : collection of str
+        The keys the cell gives.
+    rho_split : sequence or None
+        The cell's ``rho_split``.
+    allow_rho : bool
+        Whether the kind takes ``rho`` for both stages (``iv_angrist``).
+
+    Raises
+    ------
+    ValueError
+        Naming the kind and the keys.
+    """
+    given = [k for k in ("rho_split", "rho1", "rho2", "rho") if k in keys]
     if "rho" in given and not allow_rho:
-        raise ValueError("use rho_split: [rho1, rho2] or rho1/rho2, not rho")
+        raise ValueError(f"{kind}: use rho_split: [rho1, rho2] or rho1/rho2, not rho")
     if "rho_split" in given:
         if len(given) > 1:
-            raise ValueError(f"give rho_split or rho1/rho2, not both; got {given}")
-        split = cell["rho_split"]
-        if not isinstance(split, list | tuple) or len(split) != 2:
-            raise ValueError(f"rho_split must be a pair [rho1, rho2]; got {split!r}")
-        return (
-            _float(split[0], "rho_split[0]", allow_inf=True),
-            _float(split[1], "rho_split[1]", allow_inf=True),
-        )
-    if "rho" in given:
-        if len(given) > 1:
-            raise ValueError(f"give rho (both stages) or rho1/rho2, not both; got {given}")
-        r = _float(cell["rho"], "rho", allow_inf=True)
-        return r, r
-    return (
-        _float(cell.get("rho1", math.inf), "rho1", allow_inf=True),
-        _float(cell.get("rho2", math.inf), "rho2", allow_inf=True),
-    )
+            raise ValueError(f"{kind}: give rho_split or rho1/rho2, not both; got {given}")
+        if rho_split is None or len(rho_split) != 2:
+            raise ValueError(f"{kind}: rho_split must be a pair [rho1, rho2]; got {rho_split!r}")
+    if "rho" in given and len(given) > 1:
+        raise ValueError(f"{kind}: give rho (both stages) or rho1/rho2, not both; got {given}")
 
 
-def budget_row(rho1: float, rho2: float, cell: Mapping[str, Any]) -> dict[str, Any]:
-    """Return ``rho1``, ``rho2`` and the budget columns of ``rho = rho1 + rho2``."""
-    delta = _float(cell.get("delta", DEFAULT_DELTA), "delta")
-    if delta >= 1:
-        raise ValueError(f"delta must lie in (0, 1); got {delta!r}")
-    conversion = str(cell.get("conversion", DEFAULT_CONVERSION))
-    cols = budget_columns(rho=rho1 + rho2, delta=delta, conversion=conversion)
+def stage_budgets(
+    *,
+    rho_split: Sequence[float | str] | None,
+    rho1: float | str,
+    rho2: float | str,
+    rho: float | str | None = None,
+) -> tuple[float, float]:
+    """Return ``(rho1, rho2)`` of a checked cell (:func:`check_budget_keys`).
+
+    ``rho_split`` when given, else ``rho`` for both stages when given, else ``rho1`` and
+    ``rho2`` (their specs default to ``inf``, no noise).
+    """
+    if rho_split is not None:
+        return as_rho(rho_split[0]), as_rho(rho_split[1])
+    if rho is not None:
+        both = as_rho(rho)
+        return both, both
+    return as_rho(rho1), as_rho(rho2)
+
+
+def budget_row(rho1: float, rho2: float, *, delta: float, conversion: str) -> dict[str, Any]:
+    """Return ``rho1``, ``rho2`` and the budget columns of ``rho = rho1 + rho2``.
+
+    ``epsilon`` is the composed level's guarantee at ``delta`` with ``conversion``
+    (:func:`dpreg.experiments.budgets.budget_columns`); ``inf`` when a stage adds no
+    noise.
+    """
+    cols = budget_columns(rho=rho1 + rho2, delta=float(delta), conversion=str(conversion))
     return {"rho1": rho1, "rho2": rho2, **cols}
 
 
@@ -138,6 +198,9 @@ def budget_spent_rho(fit: Any) -> float:
         return math.inf
     rho = getattr(spent, "rho", None)
     return float(rho) if rho is not None else math.nan
+
+
+# ------------------------------------------------------------------ fits and diagnostics
 
 
 def iv_estimators():

@@ -1,9 +1,17 @@
 r"""Liang et al. (2025) on synthetic data: study kind ``iv_synthetic``.
 
-The synthetic DGP of Section 4.1 (docs/notes/liang2025.md §5.1) with Algorithm 1
-(DP-2S-GD), Algorithm 3 (DP-2S-GD-beta), Algorithm 2 (2S-GD) or closed-form 2SLS. Serves
-Fig. 3a/3b (error against ``n``), Fig. 4a/4b (error against ``T``), Fig. 6 (Alg. 1
-against Alg. 3 over ``T``) and Fig. 7 (2S-GD against 2SLS over ``n``).
+The synthetic DGP of Section 4.1 (docs/notes/liang2025.md §5.1;
+:class:`~dpreg.data.synthetic.IVLinearDGP`, drawn in batches by
+:func:`~dpreg.data.synthetic.draw_iv_truth_batch` and
+:func:`~dpreg.data.synthetic.sample_iv_batch`) with Algorithm 1 (DP-2S-GD), Algorithm 3
+(DP-2S-GD-beta), Algorithm 2 (2S-GD) or closed-form 2SLS (eq. 2). Serves Fig. 3a/3b
+(error against ``n``), Fig. 4a/4b (error against ``T``), Fig. 6 (Alg. 1 against Alg. 3
+over ``T``) and Fig. 7 (2S-GD against 2SLS over ``n``); the paper's protocol is
+docs/notes/liang2025.md §5.
+
+A cell's keys, types and defaults are :class:`IVSyntheticParams` (tabulated in
+``config/README.md``); :func:`check_iv_synthetic_cell` adds the rules across keys. The
+budget columns of a row are described in :mod:`dpreg.experiments.liang2025_common`.
 """
 
 from __future__ import annotations
@@ -21,22 +29,35 @@ from dpreg.data.synthetic import IVLinearDGP, draw_iv_truth_batch, sample_iv_bat
 from dpreg.estimators.ols import two_sls
 from dpreg.experiments.liang2025_common import (
     CALIBRATIONS,
-    _bool,
-    _choice,
-    _float,
-    _int,
     budget_row,
     budget_spent_rho,
+    check_budget_keys,
     clip_stats,
+    finite,
+    half_open_interval,
     iv_estimators,
-    parse_rho,
     scalar_diag,
+    stage_budgets,
+    trial_count,
+    zcdp_level,
+)
+from dpreg.experiments.params import (
+    KindParams,
+    at_least,
+    choice,
+    nonnegative,
+    open_interval,
+    param,
+    positive_finite,
+    positive_integer,
 )
 from dpreg.experiments.study_kind import StudyKind
+from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.theory import iv as theory
 
 __all__ = [
     "ALGORITHMS",
+    "IVSyntheticParams",
     "IV_SYNTHETIC",
     "SYNTHETIC_DESIGN_COLUMNS",
     "SYNTHETIC_METRICS",
@@ -48,40 +69,8 @@ __all__ = [
 ALGORITHMS: tuple[str, ...] = ("dp_2s_gd", "dp_2s_gd_beta", "2s_gd", "2sls")
 """Algorithm 1, Algorithm 3, Algorithm 2 and closed-form 2SLS (eq. 2)."""
 
-DEFAULT_TRUTH_SEED = 2025
 MEMORY_BUDGET_BYTES = 3 * 10**8
 """Approximate working memory of one vectorised block of trials (data and gradients)."""
-
-
-SYNTHETIC_REQUIRED = frozenset({"algorithm", "n", "p", "q", "T"})
-SYNTHETIC_OPTIONAL = frozenset(
-    {
-        "r",
-        "rho_split",
-        "rho1",
-        "rho2",
-        "calibration",
-        "c0",
-        "tau",
-        "clip",
-        "clip_theta",
-        "clip_beta",
-        "steps",
-        "eta",
-        "alpha",
-        "alpha_scale",
-        "truth_seed",
-        "redraw_truth",
-        "instrument_strength",
-        "delta",
-        "conversion",
-        "metric",
-        "t_max_line",
-        "eps_exponent",
-    }
-)
-SYNTHETIC_KEYS = SYNTHETIC_REQUIRED | SYNTHETIC_OPTIONAL
-"""Cell keys of ``iv_synthetic`` (see :func:`run_iv_synthetic`)."""
 
 SYNTHETIC_METRICS: tuple[str, ...] = (
     "err_hat",
@@ -121,135 +110,231 @@ SYNTHETIC_DESIGN_COLUMNS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class _SyntheticSpec:
-    algorithm: str
-    n: int
-    p: int
-    q: int
-    r: int
-    T: int
-    rho1: float
-    rho2: float
-    calibration: str
-    c0: float
-    tau: float
-    clip_theta: float | None
-    clip_beta: float | None
-    steps: str
-    eta: float | None
-    alpha: float | None
-    alpha_scale: float
-    truth_seed: int
-    redraw_truth: bool
-    strength: float
-    metric: str
-    t_max_line: bool
-    eps_exponent: float
+class IVSyntheticParams(KindParams):
+    r"""Cell keys of the ``iv_synthetic`` kind (Section 4.1; Figs. 3, 4, 6, 7).
+
+    Besides the keys, the derived settings of a cell: :attr:`confounders`,
+    :meth:`stage_budgets`, :meth:`explicit_clips` and :attr:`clip_rule`.
+    """
+
+    kind = "iv_synthetic"
+    algorithm: str = param(
+        doc="`dp_2s_gd` (Algorithm 1, DP-2S-GD), `dp_2s_gd_beta` (Algorithm 3),"
+        " `2s_gd` (Algorithm 2, non-private) or `2sls` (closed form, eq. 2)",
+        check=choice(*ALGORITHMS),
+    )
+    n: int = param(doc="rows n of each data set (n > q)", check=at_least(2))
+    p: int = param(doc="endogenous regressors p (length of beta)", check=positive_integer)
+    q: int = param(doc="instruments q (q >= p, Assumption 1)", check=positive_integer)
+    T: int = param(doc="iterations T of the gradient descent", check=positive_integer)
+    r: int | None = param(
+        None, doc="confounder dimension r of u (none: r = p)", check=positive_integer
+    )
+    rho_split: list[float | str] | None = param(
+        None,
+        doc="the budget as a pair [rho1, rho2] (instead of `rho1`, `rho2`)",
+        check=zcdp_level,
+    )
+    rho1: float | str = param(
+        math.inf,
+        doc="zCDP budget rho1 of the first stage (Theta); recorded as inf where the"
+        " algorithm adds no first-stage noise (Algorithms 2, 3, 2SLS)",
+        check=zcdp_level,
+    )
+    rho2: float | str = param(
+        math.inf,
+        doc="zCDP budget rho2 of the second stage (beta); recorded as inf for 2S-GD and 2SLS",
+        check=zcdp_level,
+    )
+    calibration: str = param(
+        "exact",
+        doc="noise of the DP algorithms: `exact` (their own accounting) or `paper`"
+        " (Prop. 3.1's lambda_k = 2 gamma_k sqrt(T/rho_k)/n, sqrt 2 more noise,"
+        " docs/notes/liang2025.md §3.1)",
+        check=choice(*CALIBRATIONS),
+    )
+    c0: float = param(
+        1.0,
+        doc="c0 of the clip threshold gamma = c0 (sqrt q + sqrt(tau + log nT))^2"
+        " (eq. 4, docs/notes/liang2025.md P2)",
+        check=positive_finite,
+    )
+    tau: float = param(
+        1.0, doc="tau of the clip threshold (eq. 4) and of condition (5)", check=positive_finite
+    )
+    clip: float | None = param(
+        None,
+        doc="explicit clip threshold of both stages (instead of the eq. 4 formula)",
+        check=positive_finite,
+    )
+    clip_theta: float | None = param(
+        None,
+        doc="explicit first-stage clip threshold gamma_1 (with `clip_beta`)",
+        check=positive_finite,
+    )
+    clip_beta: float | None = param(
+        None,
+        doc="explicit second-stage clip threshold gamma_2 (with `clip_theta`)",
+        check=positive_finite,
+    )
+    steps: str = param(
+        "population",
+        doc="`population`: eta = 1, alpha = 2/(‖Theta‖^2 + sigma_min(Theta)^2) of the true"
+        " Theta (docs/notes/liang2025.md P1); `fixed`: `eta` and `alpha` given",
+        check=choice("population", "fixed"),
+    )
+    eta: float | None = param(
+        None,
+        doc="step size eta of the first stage (Algorithm 1); overrides the population value",
+        check=positive_finite,
+    )
+    alpha: float | None = param(
+        None,
+        doc="step size alpha of the second stage (Algorithm 1); overrides the population value",
+        check=positive_finite,
+    )
+    alpha_scale: float = param(
+        1.0,
+        doc="factor on the population alpha, which sits at the edge of stability"
+        " (Fig. 7 uses 0.5); not with `alpha`",
+        check=positive_finite,
+    )
+    truth_seed: int = param(
+        2025,
+        doc="seed of the ground truth (beta, Theta, Phi, phi), drawn once per (p, q, r,"
+        " truth_seed) by `IVLinearDGP.draw`",
+        check=nonnegative,
+    )
+    redraw_truth: bool = param(
+        False,
+        doc="draw a fresh ground truth per trial instead (docs/notes/liang2025.md P12)",
+    )
+    instrument_strength: float = param(
+        5.0, doc="s of Theta = s I + E (5 in Section 4.1)", check=finite
+    )
+    delta: float = param(
+        1e-5, doc="delta of the recorded epsilon of rho1 + rho2", check=open_interval(0, 1)
+    )
+    conversion: str = param(
+        DEFAULT_CONVERSION,
+        doc="zCDP to (epsilon, delta) conversion of the recorded epsilon (the workflow"
+        " sets the config's `conversion`)",
+        check=choice(*CONVERSIONS),
+    )
+    metric: str = param(
+        "err_hat",
+        doc="what the figure draws: `err_hat` (distance to the same-sample 2SLS),"
+        " `err_true` (to the true beta, Fig. 7) or `both`",
+        check=choice("err_hat", "err_true", "both"),
+    )
+    t_max_line: bool = param(False, doc="draw T_max of condition (5) in the figure")
+    eps_exponent: float = param(
+        0.0,
+        doc="the epsilon exponent of condition (5) (docs/notes/liang2025.md P15)",
+        check=half_open_interval(0, 2),
+    )
+
+    @property
+    def confounders(self) -> int:
+        """The confounder dimension ``r`` (``p`` when not given)."""
+        return self.p if self.r is None else self.r
+
+    def stage_budgets(self) -> tuple[float, float]:
+        """Return ``(rho1, rho2)`` as run: ``inf`` in a stage the algorithm adds no noise to.
+
+        Algorithm 3 has no first-stage noise; 2S-GD and 2SLS none at all.
+        """
+        rho1, rho2 = stage_budgets(rho_split=self.rho_split, rho1=self.rho1, rho2=self.rho2)
+        if self.algorithm == "dp_2s_gd_beta":
+            rho1 = math.inf
+        elif self.algorithm in ("2s_gd", "2sls"):
+            rho1 = rho2 = math.inf
+        return rho1, rho2
+
+    def explicit_clips(self) -> tuple[float, float] | None:
+        """Return the explicit ``(clip_theta, clip_beta)``, or ``None`` for the eq. 4 rule."""
+        clip_theta = self.clip if self.clip_theta is None else self.clip_theta
+        clip_beta = self.clip if self.clip_beta is None else self.clip_beta
+        if clip_theta is None or clip_beta is None:
+            return None
+        return float(clip_theta), float(clip_beta)
 
     @property
     def clip_rule(self) -> str:
-        return "explicit" if self.clip_theta is not None else "c0_formula"
+        """``"explicit"`` (given thresholds) or ``"c0_formula"`` (eq. 4)."""
+        return "c0_formula" if self.explicit_clips() is None else "explicit"
 
 
-def _synthetic_spec(cell: Mapping[str, Any]) -> _SyntheticSpec:
-    algorithm = _choice(cell.get("algorithm"), "algorithm", ALGORITHMS)
-    n, p, q = (
-        _int(cell.get("n"), "n", minimum=2),
-        _int(cell.get("p"), "p"),
-        _int(cell.get("q"), "q"),
-    )
-    if q < p:
-        raise ValueError(f"need q >= p instruments (Assumption 1); got p={p}, q={q}")
-    if n <= q:
-        raise ValueError(f"need n > q rows for 2SLS; got n={n}, q={q}")
-    r = _int(cell.get("r", p), "r")
-    T = _int(cell.get("T"), "T")
-    rho1, rho2 = parse_rho(cell)
-    if algorithm == "dp_2s_gd_beta":
-        rho1 = math.inf  # no first-stage noise (Algorithm 3)
-    elif algorithm in ("2s_gd", "2sls"):
-        rho1 = rho2 = math.inf
-    clip = cell.get("clip")
-    clip_theta = cell.get("clip_theta", clip)
-    clip_beta = cell.get("clip_beta", clip)
-    if (clip_theta is None) != (clip_beta is None):
-        raise ValueError("give both clip_theta and clip_beta (or clip for both), or neither")
-    if clip is not None and ("clip_theta" in cell or "clip_beta" in cell):
-        raise ValueError("give clip (both stages) or clip_theta/clip_beta, not both")
-    steps = _choice(cell.get("steps", "population"), "steps", ("population", "fixed"))
-    eta = None if cell.get("eta") is None else _float(cell["eta"], "eta")
-    alpha = None if cell.get("alpha") is None else _float(cell["alpha"], "alpha")
-    if steps == "fixed" and (eta is None or alpha is None):
-        raise ValueError("steps: fixed needs both eta and alpha")
-    if "alpha_scale" in cell and alpha is not None:
-        raise ValueError("alpha_scale scales the population alpha; do not give alpha too")
-    return _SyntheticSpec(
-        algorithm=algorithm,
-        n=n,
-        p=p,
-        q=q,
-        r=r,
-        T=T,
-        rho1=rho1,
-        rho2=rho2,
-        calibration=_choice(cell.get("calibration", "exact"), "calibration", CALIBRATIONS),
-        c0=_float(cell.get("c0", 1.0), "c0"),
-        tau=_float(cell.get("tau", 1.0), "tau"),
-        clip_theta=None if clip_theta is None else _float(clip_theta, "clip_theta"),
-        clip_beta=None if clip_beta is None else _float(clip_beta, "clip_beta"),
-        steps=steps,
-        eta=eta,
-        alpha=alpha,
-        alpha_scale=_float(cell.get("alpha_scale", 1.0), "alpha_scale"),
-        truth_seed=_int(cell.get("truth_seed", DEFAULT_TRUTH_SEED), "truth_seed", minimum=0),
-        redraw_truth=_bool(cell.get("redraw_truth", False), "redraw_truth"),
-        strength=_float(
-            cell.get("instrument_strength", 5.0), "instrument_strength", positive=False
-        ),
-        metric=_choice(cell.get("metric", "err_hat"), "metric", ("err_hat", "err_true", "both")),
-        t_max_line=_bool(cell.get("t_max_line", False), "t_max_line"),
-        eps_exponent=_float(cell.get("eps_exponent", 0.0), "eps_exponent", positive=False),
-    )
+def _checked_params(cell: Mapping[str, Any]) -> IVSyntheticParams:
+    """Return the typed parameters of a cell after the checks across keys."""
+    P = IVSyntheticParams.from_cell(cell)
+    kind = P.kind
+    check_budget_keys(kind, set(cell), rho_split=P.rho_split)
+    if P.q < P.p:
+        raise ValueError(f"{kind}: need q >= p instruments (Assumption 1); got p={P.p}, q={P.q}")
+    if P.n <= P.q:
+        raise ValueError(f"{kind}: need n > q rows for 2SLS; got n={P.n}, q={P.q}")
+    if P.clip is not None and (P.clip_theta is not None or P.clip_beta is not None):
+        raise ValueError(f"{kind}: give clip (both stages) or clip_theta/clip_beta, not both")
+    if (P.clip_theta is None) != (P.clip_beta is None):
+        raise ValueError(
+            f"{kind}: give both clip_theta and clip_beta (or clip for both), or neither"
+        )
+    if P.steps == "fixed" and (P.eta is None or P.alpha is None):
+        raise ValueError(f"{kind}: steps: fixed needs both eta and alpha")
+    if "alpha_scale" in cell and P.alpha is not None:
+        raise ValueError(f"{kind}: alpha_scale scales the population alpha; do not give alpha too")
+    budget_row(1.0, 1.0, delta=P.delta, conversion=P.conversion)
+    theory.t_max(P.n, P.p, P.q, 1.0, tau=float(P.tau), eps_exponent=float(P.eps_exponent))
+    return P
 
 
 def check_iv_synthetic_cell(cell: Mapping[str, Any]) -> None:
-    """Validate an ``iv_synthetic`` cell (raises ``ValueError`` naming the key)."""
-    spec = _synthetic_spec(cell)
-    budget_row(1.0, 1.0, cell)
-    theory.t_max(spec.n, spec.p, spec.q, 1.0, tau=spec.tau, eps_exponent=spec.eps_exponent)
+    """Validate an ``iv_synthetic`` cell: its typed spec, then the rules across keys.
+
+    ``rho_split`` or ``rho1``/``rho2``, not both (and never ``rho``); ``q >= p``;
+    ``n > q``; ``clip`` or the pair ``clip_theta``/``clip_beta``; ``steps: fixed`` with
+    ``eta`` and ``alpha``; ``alpha_scale`` without ``alpha``; ``conversion`` and
+    condition (5)'s arguments as :func:`dpreg.theory.iv.t_max` takes them. Raises
+    ``ValueError`` naming the kind and the key.
+    """
+    _checked_params(cell)
 
 
-def _steps_for(spec: _SyntheticSpec, Theta: np.ndarray) -> tuple[float, float]:
-    if spec.eta is not None and spec.alpha is not None:
-        return spec.eta, spec.alpha
+def _steps_for(P: IVSyntheticParams, Theta: np.ndarray) -> tuple[float, float]:
+    if P.eta is not None and P.alpha is not None:
+        return float(P.eta), float(P.alpha)
     eta, alpha = iv_estimators().population_step_sizes(Theta)
     return (
-        float(eta) if spec.eta is None else spec.eta,
-        spec.alpha_scale * float(alpha) if spec.alpha is None else spec.alpha,
+        float(eta) if P.eta is None else float(P.eta),
+        float(P.alpha_scale) * float(alpha) if P.alpha is None else float(P.alpha),
     )
 
 
-def _clips_for(spec: _SyntheticSpec) -> tuple[float, float]:
-    if spec.clip_theta is not None and spec.clip_beta is not None:
-        return spec.clip_theta, spec.clip_beta
+def _clips_for(P: IVSyntheticParams) -> tuple[float, float]:
+    explicit = P.explicit_clips()
+    if explicit is not None:
+        return explicit
     gamma = float(
-        iv_estimators().default_clip_threshold(spec.n, spec.q, spec.T, c0=spec.c0, tau=spec.tau)
+        iv_estimators().default_clip_threshold(P.n, P.q, P.T, c0=float(P.c0), tau=float(P.tau))
     )
     return gamma, gamma
 
 
-def _block_size(spec: _SyntheticSpec, trials: int) -> int:
-    per_trial = 8 * spec.n * (2 * spec.q + 3 * spec.p + spec.r + 4) * 2
-    per_trial += 8 * spec.T * 4  # clip fractions and paths of beta
+def _block_size(P: IVSyntheticParams, trials: int) -> int:
+    per_trial = 8 * P.n * (2 * P.q + 3 * P.p + P.confounders + 4) * 2
+    per_trial += 8 * P.T * 4  # clip fractions and paths of beta
     return max(1, min(trials, MEMORY_BUDGET_BYTES // max(per_trial, 1)))
 
 
 def _fit_block(
-    spec: _SyntheticSpec,
+    P: IVSyntheticParams,
     Z: np.ndarray,
     X: np.ndarray,
     y: np.ndarray,
     *,
+    rho1: float,
+    rho2: float,
     eta: float,
     alpha: float,
     clip_theta: float,
@@ -259,20 +344,20 @@ def _fit_block(
     """Run one algorithm on a block of data sets; return beta^(T), diagnostics, rho spent."""
     k = Z.shape[0]
     iv = iv_estimators()
-    common = {"T": spec.T, "step_theta": eta, "step_beta": alpha, "trials": k}
-    if spec.algorithm == "2s_gd":
+    common = {"T": P.T, "step_theta": eta, "step_beta": alpha, "trials": k}
+    if P.algorithm == "2s_gd":
         fit = iv.fit_two_stage_gd(Z, X, y, return_path=False, **common)
-    elif spec.algorithm == "dp_2s_gd":
+    elif P.algorithm == "dp_2s_gd":
         fit = iv.fit_dp_two_stage_gd(
             Z,
             X,
             y,
-            rho1=spec.rho1,
-            rho2=spec.rho2,
+            rho1=rho1,
+            rho2=rho2,
             rng=rng,
             clip_theta=clip_theta,
             clip_beta=clip_beta,
-            calibration=spec.calibration,
+            calibration=P.calibration,
             return_path=False,
             **common,
         )
@@ -281,10 +366,10 @@ def _fit_block(
             Z,
             X,
             y,
-            rho2=spec.rho2,
+            rho2=rho2,
             rng=rng,
             clip_beta=clip_beta,
-            calibration=spec.calibration,
+            calibration=P.calibration,
             return_path=False,
             **common,
         )
@@ -316,37 +401,25 @@ def run_iv_synthetic(
     seed block (:func:`dpreg.experiments.studies.run_chunk`), so a trial's draws depend
     on its block's seed only, never on how the blocks are grouped into chunks.
 
+    The ground truth :math:`(\beta, \Theta, \Phi, \phi)` is drawn once per
+    ``(p, q, r, truth_seed)`` by :meth:`~dpreg.data.synthetic.IVLinearDGP.draw`, or per
+    trial by :func:`~dpreg.data.synthetic.draw_iv_truth_batch` with ``redraw_truth``
+    (docs/notes/liang2025.md P12); the data sets by
+    :func:`~dpreg.data.synthetic.sample_iv_batch`. Clip thresholds are explicit or
+    :math:`\gamma = c_0(\sqrt q + \sqrt{\tau + \log nT})^2` (eq. 4,
+    docs/notes/liang2025.md P2). With ``steps: population`` the step sizes are
+    ``population_step_sizes`` of the true :math:`\Theta` (docs/notes/liang2025.md P1),
+    :math:`\eta = 1` and :math:`\alpha = 2/(\|\Theta\|^2 + \sigma_{\min}^2)` times
+    ``alpha_scale``: that :math:`\alpha` sits at the edge of stability
+    (:math:`\alpha\|\Theta\|^2 \to 2` for ill-conditioned :math:`\Theta`), so sampling
+    fluctuations of :math:`Z^\top Z/n` can make 2S-GD diverge; an explicit ``eta`` or
+    ``alpha`` overrides the population value.
+
     Parameters
     ----------
     cell : mapping
-        Required keys: ``algorithm`` (``dp_2s_gd`` = Alg. 1, ``dp_2s_gd_beta`` = Alg. 3,
-        ``2s_gd`` = Alg. 2, ``2sls`` = closed form), ``n``, ``p``, ``q``, ``T``.
-        Optional keys and defaults:
-
-        * ``r`` (= ``p``): confounder dimension;
-        * ``rho_split: [rho1, rho2]`` or ``rho1``, ``rho2`` (``inf``); ignored where an
-          algorithm adds no noise in a stage (recorded as ``inf``);
-        * ``calibration`` (``"exact"``; ``"paper"`` uses Prop. 3.1's
-          :math:`\lambda_k = 2\gamma_k\sqrt{T/\rho_k}/n`);
-        * clipping: ``c0`` (1) and ``tau`` (1) in
-          :math:`\gamma = c_0(\sqrt q + \sqrt{\tau + \log nT})^2` (eq. 4,
-          docs/notes/liang2025.md P2), or explicit ``clip`` (both stages) /
-          ``clip_theta`` and ``clip_beta``;
-        * ``steps`` (``"population"``: ``population_step_sizes`` of the true
-          :math:`\Theta`, docs/notes/liang2025.md P1; ``"fixed"`` needs ``eta`` and
-          ``alpha``); an explicit ``eta`` or ``alpha`` overrides the population value;
-          ``alpha_scale`` (1) multiplies the population :math:`\alpha = 2/(\|\Theta\|^2 +
-          \sigma_{\min}^2)`, which sits at the edge of stability
-          (:math:`\alpha\|\Theta\|^2 \to 2` for ill-conditioned :math:`\Theta`) so that
-          sampling fluctuations of :math:`Z^\top Z/n` can make 2S-GD diverge;
-        * ``truth_seed`` (2025): the ground truth :math:`(\beta, \Theta, \Phi, \phi)` is
-          drawn once per ``(p, q, r, truth_seed)`` with
-          :meth:`~dpreg.data.synthetic.IVLinearDGP.draw`; ``redraw_truth`` (false)
-          draws a fresh truth per trial instead (docs/notes/liang2025.md P12);
-        * ``instrument_strength`` (5): the ``5`` of :math:`\Theta = 5I + E`;
-        * ``delta`` (1e-5) and ``conversion`` (the workflow's) for ``epsilon``;
-        * ``metric`` (``"err_hat"``; ``"err_true"`` for Fig. 7; ``"both"``) and ``t_max_line``
-          (false): what the figure draws; ``eps_exponent`` (0) of condition (5).
+        The keys of :class:`IVSyntheticParams` (checked by
+        :func:`check_iv_synthetic_cell`).
     trials : int
         Trials of this seed block (vectorised; data sets and DP noise are redrawn per
         trial).
@@ -373,27 +446,32 @@ def run_iv_synthetic(
         ``clip_theta``, ``clip_beta``, ``lambda1``, ``lambda2``, ``kappa`` (population
         contraction rate, docs/notes/liang2025.md §4.1), ``sigma_min_theta``, ``norm_theta``,
         ``T_max_theory`` (condition (5), unit constant), ``n_min_theory`` (smallest
-        ``n`` with ``T <= T_max``). No timings: per-trial rows are deterministic.
+        ``n`` with ``T <= T_max``), ``metric`` and ``t_max_line``. No timings: per-trial
+        rows are deterministic.
     """
-    spec = _synthetic_spec(cell)
-    trials = _int(trials, "trials")
+    P = _checked_params(cell)
+    trials = trial_count(trials)
+    r = P.confounders
+    strength = float(P.instrument_strength)
+    rho1, rho2 = P.stage_budgets()
+    tau, eps_exponent = float(P.tau), float(P.eps_exponent)
     data_rng, noise_rng = np.random.default_rng(seed).spawn(2)
 
     shared = None
-    if not spec.redraw_truth:
+    if not P.redraw_truth:
         dgp = IVLinearDGP.draw(
-            rng=np.random.default_rng(spec.truth_seed),
-            p=spec.p,
-            q=spec.q,
-            r=spec.r,
-            instrument_strength=spec.strength,
+            rng=np.random.default_rng(P.truth_seed),
+            p=P.p,
+            q=P.q,
+            r=r,
+            instrument_strength=strength,
         )
         shared = dgp.truth_batch()
 
-    clip_theta, clip_beta = _clips_for(spec)
-    if spec.algorithm == "2sls":
+    clip_theta, clip_beta = _clips_for(P)
+    if P.algorithm == "2sls":
         clip_theta = clip_beta = math.nan
-    block = 1 if (spec.redraw_truth and spec.steps == "population") else _block_size(spec, trials)
+    block = 1 if (P.redraw_truth and P.steps == "population") else _block_size(P, trials)
 
     cols: dict[str, list[np.ndarray]] = {}
 
@@ -405,16 +483,16 @@ def run_iv_synthetic(
         k = min(block, trials - lo)
         if shared is None:
             truth = draw_iv_truth_batch(
-                data_rng, p=spec.p, q=spec.q, r=spec.r, trials=k, instrument_strength=spec.strength
+                data_rng, p=P.p, q=P.q, r=r, trials=k, instrument_strength=strength
             )
         else:
             truth = shared
-        Z, X, y = sample_iv_batch(truth, n=spec.n, trials=k, rng=data_rng)
+        Z, X, y = sample_iv_batch(truth, n=P.n, trials=k, rng=data_rng)
         beta_hat = two_sls(Z=Z, X=X, y=y)
-        beta = np.broadcast_to(truth["beta"], (k, spec.p))
+        beta = np.broadcast_to(truth["beta"], (k, P.p))
         Theta0 = truth["Theta"][0]
-        eta, alpha = _steps_for(spec, Theta0) if spec.algorithm != "2sls" else (math.nan,) * 2
-        if spec.algorithm == "2sls":
+        eta, alpha = _steps_for(P, Theta0) if P.algorithm != "2sls" else (math.nan,) * 2
+        if P.algorithm == "2sls":
             beta_T = beta_hat
             nan = np.full(k, np.nan)
             extra = {
@@ -427,10 +505,12 @@ def run_iv_synthetic(
             }
         else:
             beta_T, extra, rho_spent = _fit_block(
-                spec,
+                P,
                 Z,
                 X,
                 y,
+                rho1=rho1,
+                rho2=rho2,
                 eta=eta,
                 alpha=alpha,
                 clip_theta=clip_theta,
@@ -447,7 +527,7 @@ def run_iv_synthetic(
         add("norm_theta", sv[:, 0], k)
         add("eta", eta, k)
         add("alpha", alpha, k)
-        if spec.algorithm == "2sls":
+        if P.algorithm == "2sls":
             add("kappa", math.nan, k)
         else:
             # Population contraction rate (docs/notes/liang2025.md §4.1), vectorised over
@@ -463,47 +543,45 @@ def run_iv_synthetic(
             add("kappa", kap, k)
         del Z, X, y
 
-    budget = budget_row(spec.rho1, spec.rho2, cell)
-    if spec.algorithm == "dp_2s_gd_beta":
+    budget = budget_row(rho1, rho2, delta=P.delta, conversion=P.conversion)
+    if P.algorithm == "dp_2s_gd_beta":
         # Lemma F.1, unsupported under replace-one (docs/notes/liang2025.md P8)
-        rho_claimed = spec.rho2
+        rho_claimed = rho2
     else:
-        rho_claimed = spec.rho1 + spec.rho2
+        rho_claimed = rho1 + rho2
     frame = pd.DataFrame(
         {
             "trial": np.arange(first_trial, first_trial + trials, dtype=np.int64),
             "seed": np.full(trials, seed, dtype=np.uint64),
-            "algorithm": spec.algorithm,
-            "n": spec.n,
-            "p": spec.p,
-            "q": spec.q,
-            "r": spec.r,
-            "T": spec.T,
+            "algorithm": P.algorithm,
+            "n": P.n,
+            "p": P.p,
+            "q": P.q,
+            "r": r,
+            "T": P.T,
             **budget,
             "rho_claimed": rho_claimed,
             "rho_certified": rho_spent,
-            "calibration": spec.calibration,
-            "c0": spec.c0,
-            "tau": spec.tau,
-            "clip_rule": spec.clip_rule,
+            "calibration": P.calibration,
+            "c0": float(P.c0),
+            "tau": tau,
+            "clip_rule": P.clip_rule,
             "clip_theta": clip_theta,
             "clip_beta": clip_beta,
-            "steps": spec.steps,
-            "alpha_scale": spec.alpha_scale,
-            "truth_seed": spec.truth_seed,
-            "redraw_truth": spec.redraw_truth,
-            "instrument_strength": spec.strength,
-            "metric": spec.metric,
-            "t_max_line": spec.t_max_line,
+            "steps": P.steps,
+            "alpha_scale": float(P.alpha_scale),
+            "truth_seed": P.truth_seed,
+            "redraw_truth": P.redraw_truth,
+            "instrument_strength": strength,
+            "metric": P.metric,
+            "t_max_line": P.t_max_line,
         }
     )
     for name, parts in cols.items():
         frame[name] = np.concatenate(parts)
-    frame["T_max_theory"] = theory.t_max(
-        spec.n, spec.p, spec.q, spec.rho1, tau=spec.tau, eps_exponent=spec.eps_exponent
-    )
+    frame["T_max_theory"] = theory.t_max(P.n, P.p, P.q, rho1, tau=tau, eps_exponent=eps_exponent)
     frame["n_min_theory"] = theory.n_min_for_T(
-        spec.T, spec.p, spec.q, spec.rho1, tau=spec.tau, eps_exponent=spec.eps_exponent
+        P.T, P.p, P.q, rho1, tau=tau, eps_exponent=eps_exponent
     )
     return frame
 
@@ -590,7 +668,6 @@ IV_SYNTHETIC = StudyKind(
     run=run_iv_synthetic,
     summarise=summarise_iv_synthetic,
     figure=_figure_synthetic,
-    required=SYNTHETIC_REQUIRED,
-    optional=SYNTHETIC_OPTIONAL,
+    params=IVSyntheticParams,
     check_cell=check_iv_synthetic_cell,
 )
