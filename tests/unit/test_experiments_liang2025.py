@@ -1,4 +1,8 @@
-"""Study kinds of Liang et al. (2025): synthetic DGP, smoke runs, summaries and figures."""
+"""Study kinds of Liang et al. (2025): smoke runs, cell checks, summaries and figures.
+
+The Section 4.1 DGP is tested in test_data_synthetic.py, the typed specs in
+test_liang2025_params.py.
+"""
 
 from __future__ import annotations
 
