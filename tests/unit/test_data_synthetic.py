@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from dpreg.data import (
     make_dgp,
     register_dgp,
 )
+from dpreg.data.synthetic import draw_iv_truth_batch, sample_iv_batch
 from dpreg.estimators.ols import two_sls_reference
 
 SPECS = {
@@ -86,6 +88,58 @@ def test_iv_linear_matches_liang2025_dgp():
     assert np.abs(beta_ols - dgp.beta).max() > 0.02
     truth = dgp.truth()
     assert set(truth) == {"beta", "Theta", "Phi", "phi"}
+
+
+# ------------------------------------------ the batched Section 4.1 DGP (Liang et al.)
+
+
+def test_dgp_moments_match_section_4_1():
+    """E[z z^T] = I, Cov(x-error, y-error) = Phi^T phi, Cov(x-error) = Phi^T Phi + I."""
+    dgp = IVLinearDGP.draw(rng=np.random.default_rng(3), p=3, q=4, r=2)
+    truth = dgp.truth_batch()
+    N = 200_000
+    Z, X, y = sample_iv_batch(truth, n=N, trials=1, rng=np.random.default_rng(11))
+    Z, X, y = Z[0], X[0], y[0]
+    ex = X - Z @ dgp.Theta  # x-error: Phi^T u + eps_x
+    ey = y - X @ dgp.beta  # y-error: phi^T u + eps_y
+
+    def check(products: np.ndarray, expected: np.ndarray) -> None:
+        mean = products.mean(axis=0)
+        se = products.std(axis=0, ddof=1) / math.sqrt(N)
+        assert np.all(np.abs(mean - expected) < 5 * se), (mean, expected, se)
+
+    check(np.einsum("ni,nj->nij", Z, Z), np.eye(4))
+    check(ex * ey[:, None], dgp.Phi.T @ dgp.phi)
+    check(np.einsum("ni,nj->nij", ex, ex), dgp.Phi.T @ dgp.Phi + np.eye(3))
+    check(Z * ey[:, None], np.zeros(4))  # exclusion restriction
+    check(Z, np.zeros(4))
+
+
+def test_truth_batch_distribution():
+    m = 4000
+    t = draw_iv_truth_batch(np.random.default_rng(0), p=2, q=3, r=4, trials=m)
+    assert t["beta"].shape == (m, 2) and t["Theta"].shape == (m, 3, 2)
+    assert t["Phi"].shape == (m, 4, 2) and t["phi"].shape == (m, 4)
+    se = 1 / math.sqrt(m)  # standard error of the mean of m draws with sd 1
+    # Standard error of the sample sd of m normal draws with sd 1: 1/sqrt(2(m - 1)) ~ 0.011,
+    # so 5 SE ~ 0.056; an entry sd off by 10 % (0.1) fails.
+    se_sd = 1 / math.sqrt(2 * (m - 1))
+    np.testing.assert_allclose(t["Theta"].mean(axis=0), 5 * np.eye(3, 2), atol=5 * se)
+    np.testing.assert_allclose(t["Theta"].std(axis=0, ddof=1), 1.0, atol=5 * se_sd)
+    np.testing.assert_allclose(t["beta"].mean(axis=0), 0.0, atol=5 * se)
+
+
+def test_batches_draw_in_the_order_of_the_dgp():
+    """One trial of the batched draws is the DGP's draw and sample from the same generator."""
+    dgp = IVLinearDGP.draw(rng=np.random.default_rng(8), p=2, q=3, r=4)
+    batch = draw_iv_truth_batch(np.random.default_rng(8), p=2, q=3, r=4, trials=1)
+    for key, value in dgp.truth_batch().items():
+        np.testing.assert_array_equal(batch[key], value)
+    ds = dgp.sample(50, rng=np.random.default_rng(9))
+    Z, X, y = sample_iv_batch(dgp.truth_batch(), n=50, trials=1, rng=np.random.default_rng(9))
+    np.testing.assert_array_equal(Z[0], ds.Z)
+    np.testing.assert_allclose(X[0], ds.X, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(y[0], ds.y, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,8 @@
-"""Study kinds of Liang et al. (2025): synthetic DGP, smoke runs, summaries and figures."""
+"""Study kinds of Liang et al. (2025): smoke runs, cell checks, summaries and figures.
+
+The Section 4.1 DGP is tested in test_data_synthetic.py, the typed specs in
+test_liang2025_params.py.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,26 @@ import pytest
 
 from dpreg.data.datasets import Dataset
 from dpreg.data.preprocess import preprocess_liang2025
-from dpreg.data.synthetic import IVLinearDGP
+from dpreg.data.synthetic import IVLinearDGP, sample_iv_batch
 from dpreg.estimators.ols import two_sls
-from dpreg.experiments import liang2025 as L
 from dpreg.experiments.kinds import STUDY_KINDS
+from dpreg.experiments.liang2025_angrist import (
+    check_iv_angrist_cell,
+    run_iv_angrist,
+    summarise_iv_angrist,
+)
+from dpreg.experiments.liang2025_bound import (
+    check_iv_bound_cell,
+    run_iv_bound_curve,
+    summarise_iv_bound_curve,
+)
+from dpreg.experiments.liang2025_synthetic import (
+    SYNTHETIC_DESIGN_COLUMNS,
+    SYNTHETIC_METRICS,
+    check_iv_synthetic_cell,
+    run_iv_synthetic,
+    summarise_iv_synthetic,
+)
 
 SMALL = {
     "algorithm": "dp_2s_gd",
@@ -39,49 +59,13 @@ def _csv_roundtrip(table: pd.DataFrame) -> pd.DataFrame:
     return pd.read_csv(buf)
 
 
-# --------------------------------------------------------------------------- the DGP
-
-
-def test_dgp_moments_match_section_4_1():
-    """E[z z^T] = I, Cov(x-error, y-error) = Phi^T phi, Cov(x-error) = Phi^T Phi + I."""
-    dgp = IVLinearDGP.draw(rng=np.random.default_rng(3), p=3, q=4, r=2)
-    truth = {k: v[None] for k, v in dgp.truth().items()}
-    N = 200_000
-    Z, X, y = L.sample_iv_batch(truth, n=N, trials=1, rng=np.random.default_rng(11))
-    Z, X, y = Z[0], X[0], y[0]
-    ex = X - Z @ dgp.Theta  # x-error: Phi^T u + eps_x
-    ey = y - X @ dgp.beta  # y-error: phi^T u + eps_y
-
-    def check(products: np.ndarray, expected: np.ndarray) -> None:
-        mean = products.mean(axis=0)
-        se = products.std(axis=0, ddof=1) / math.sqrt(N)
-        assert np.all(np.abs(mean - expected) < 5 * se), (mean, expected, se)
-
-    check(np.einsum("ni,nj->nij", Z, Z), np.eye(4))
-    check(ex * ey[:, None], dgp.Phi.T @ dgp.phi)
-    check(np.einsum("ni,nj->nij", ex, ex), dgp.Phi.T @ dgp.Phi + np.eye(3))
-    check(Z * ey[:, None], np.zeros(4))  # exclusion restriction
-    check(Z, np.zeros(4))
-
-
-def test_truth_batch_distribution():
-    m = 4000
-    t = L.draw_truth_batch(np.random.default_rng(0), p=2, q=3, r=4, trials=m)
-    assert t["beta"].shape == (m, 2) and t["Theta"].shape == (m, 3, 2)
-    assert t["Phi"].shape == (m, 4, 2) and t["phi"].shape == (m, 4)
-    se = 1 / math.sqrt(m)  # standard error of the mean of m draws with sd 1
-    # Standard error of the sample sd of m normal draws with sd 1: 1/sqrt(2(m - 1)) ~ 0.011,
-    # so 5 SE ~ 0.056; an entry sd off by 10 % (0.1) fails.
-    se_sd = 1 / math.sqrt(2 * (m - 1))
-    np.testing.assert_allclose(t["Theta"].mean(axis=0), 5 * np.eye(3, 2), atol=5 * se)
-    np.testing.assert_allclose(t["Theta"].std(axis=0, ddof=1), 1.0, atol=5 * se_sd)
-    np.testing.assert_allclose(t["beta"].mean(axis=0), 0.0, atol=5 * se)
+# ------------------------------------------------------------- the batched 2SLS
 
 
 def test_two_sls_batch_matches_closed_form():
     dgp = IVLinearDGP.draw(rng=np.random.default_rng(1), p=2, q=3, r=2)
-    truth = {k: v[None] for k, v in dgp.truth().items()}
-    Z, X, y = L.sample_iv_batch(truth, n=300, trials=4, rng=np.random.default_rng(2))
+    truth = dgp.truth_batch()
+    Z, X, y = sample_iv_batch(truth, n=300, trials=4, rng=np.random.default_rng(2))
     got = two_sls(Z=Z, X=X, y=y)
     for k in range(4):
         np.testing.assert_allclose(got[k], two_sls(y=y[k], X=X[k], Z=Z[k]), rtol=1e-9)
@@ -102,13 +86,13 @@ def test_kinds_registered_with_their_keys():
 
 
 def test_synthetic_smoke_columns_and_budgets():
-    runs = L.run_iv_synthetic(
+    runs = run_iv_synthetic(
         {**SMALL, "rho_split": [1, 9]}, trials=6, first_trial=12, seed=5, data=None
     )
     assert len(runs) == 6
     assert list(runs["trial"]) == list(range(12, 18))
     assert (runs["seed"] == 5).all()
-    for col in (*L.SYNTHETIC_METRICS, *L.SYNTHETIC_DESIGN_COLUMNS, "T_max_theory"):
+    for col in (*SYNTHETIC_METRICS, *SYNTHETIC_DESIGN_COLUMNS, "T_max_theory"):
         assert col in runs.columns, col
     row = runs.iloc[0]
     assert (row["rho1"], row["rho2"], row["rho"]) == (1.0, 9.0, 10.0)
@@ -117,11 +101,11 @@ def test_synthetic_smoke_columns_and_budgets():
     assert row["clip_theta"] == pytest.approx(
         (math.sqrt(3) + math.sqrt(1 + math.log(8000))) ** 2 * 4
     )
-    assert np.isfinite(runs[list(L.SYNTHETIC_METRICS)].to_numpy()).all()
+    assert np.isfinite(runs[list(SYNTHETIC_METRICS)].to_numpy()).all()
     assert ((runs["clip_frac_beta_mean"] >= 0) & (runs["clip_frac_beta_mean"] <= 1)).all()
     # paper calibration: sqrt(2) more noise, half the certified budget
     # (docs/notes/liang2025.md §3.1)
-    paper = L.run_iv_synthetic(
+    paper = run_iv_synthetic(
         {**SMALL, "rho_split": [1, 9], "calibration": "paper"},
         trials=2,
         first_trial=0,
@@ -134,12 +118,12 @@ def test_synthetic_smoke_columns_and_budgets():
 
 def test_non_private_algorithms():
     cell = {**SMALL, "algorithm": "2s_gd", "T": 400}
-    runs = L.run_iv_synthetic(cell, trials=5, first_trial=0, seed=1, data=None)
+    runs = run_iv_synthetic(cell, trials=5, first_trial=0, seed=1, data=None)
     # 2S-GD converges to the 2SLS solution (docs/notes/liang2025.md §7, "2S-GD sanity")
     assert runs["err_hat"].max() < 1e-8
     np.testing.assert_allclose(runs["err_true"], runs["err_2sls"], atol=1e-8)
     assert math.isinf(runs["rho"].iloc[0]) and math.isinf(runs["epsilon"].iloc[0])
-    tsls = L.run_iv_synthetic(
+    tsls = run_iv_synthetic(
         {**cell, "algorithm": "2sls"}, trials=5, first_trial=0, seed=1, data=None
     )
     assert (tsls["err_hat"] == 0).all()
@@ -148,7 +132,7 @@ def test_non_private_algorithms():
 
 
 def test_algorithm3_budget_columns():
-    runs = L.run_iv_synthetic(
+    runs = run_iv_synthetic(
         {**SMALL, "algorithm": "dp_2s_gd_beta", "rho1": 1, "rho2": 2},
         trials=3,
         first_trial=0,
@@ -165,7 +149,7 @@ def test_algorithm3_budget_columns():
 def test_dp_error_shrinks_with_budget():
     errs = {}
     for rho in (1.0, 100.0):
-        runs = L.run_iv_synthetic(
+        runs = run_iv_synthetic(
             {**SMALL, "rho_split": [rho, rho]}, trials=40, first_trial=0, seed=9, data=None
         )
         errs[rho] = runs["err_hat"]
@@ -175,7 +159,7 @@ def test_dp_error_shrinks_with_budget():
 
 
 def test_redraw_truth_per_trial():
-    runs = L.run_iv_synthetic(
+    runs = run_iv_synthetic(
         {**SMALL, "redraw_truth": True, "rho_split": [5, 5]},
         trials=4,
         first_trial=0,
@@ -184,12 +168,12 @@ def test_redraw_truth_per_trial():
     )
     assert runs["sigma_min_theta"].nunique() == 4
     assert runs["alpha"].nunique() == 4  # population steps follow each truth
-    fixed = L.run_iv_synthetic({**SMALL, "rho_split": [5, 5]}, trials=4, first_trial=0, seed=3)
+    fixed = run_iv_synthetic({**SMALL, "rho_split": [5, 5]}, trials=4, first_trial=0, seed=3)
     assert fixed["sigma_min_theta"].nunique() == 1
 
 
 def test_synthetic_cell_validation():
-    check = L.check_iv_synthetic_cell
+    check = check_iv_synthetic_cell
     check({**SMALL, "rho_split": [1, ".inf"]})
     for bad, match in (
         ({"algorithm": "ols"}, "algorithm"),
@@ -210,10 +194,10 @@ def test_synthetic_summary_and_figures():
     for n in (200, 400):
         for split in ([1, 9], [9, 1]):
             cell = {**SMALL, "n": n, "rho_split": split, "t_max_line": True, "metric": "both"}
-            parts.append(L.run_iv_synthetic(cell, trials=4, first_trial=0, seed=n, data=None))
+            parts.append(run_iv_synthetic(cell, trials=4, first_trial=0, seed=n, data=None))
     runs = pd.concat(parts, ignore_index=True)
     runs.insert(0, "study", "s")  # the workflow adds this column
-    table = L.summarise_iv_synthetic(runs, [])
+    table = summarise_iv_synthetic(runs, [])
     assert len(table) == 4 and (table["trials"] == 4).all()
     sub = runs[(runs["n"] == 200) & (runs["rho1"] == 1)]
     got = table[(table["n"] == 200) & (table["rho1"] == 1)].iloc[0]
@@ -225,7 +209,7 @@ def test_synthetic_summary_and_figures():
     plt.close(fig)
     # a T axis with the algorithm as facet (Fig. 6 layout)
     parts = [
-        L.run_iv_synthetic(
+        run_iv_synthetic(
             {**SMALL, "algorithm": alg, "T": T, "rho1": 1, "rho2": r2, "t_max_line": True},
             trials=2,
             first_trial=0,
@@ -235,7 +219,7 @@ def test_synthetic_summary_and_figures():
         for T in (5, 10)
         for r2 in (0.1, 1.0)
     ]
-    table = L.summarise_iv_synthetic(pd.concat(parts, ignore_index=True), [])
+    table = summarise_iv_synthetic(pd.concat(parts, ignore_index=True), [])
     fig = STUDY_KINDS["iv_synthetic"].figure(_csv_roundtrip(table), title="facets")
     assert len(fig.axes) == 2
     assert {ax.get_title() for ax in fig.axes} == {"DP-2S-GD (Alg. 1)", "DP-2S-GD-β (Alg. 3)"}
@@ -261,8 +245,8 @@ def test_angrist_smoke_summary_and_figure():
     parts = []
     for rho in (1, 100):
         cell = {"dataset": "toy", "rho": rho, "T": 8, "delta": 1e-5, "conversion": "tight"}
-        L.check_iv_angrist_cell(cell)
-        parts.append(L.run_iv_angrist(cell, trials=60, first_trial=0, seed=rho, data=data))
+        check_iv_angrist_cell(cell)
+        parts.append(run_iv_angrist(cell, trials=60, first_trial=0, seed=rho, data=data))
     runs = pd.concat(parts, ignore_index=True)
     assert len(runs) == 120
     for t in range(1, 9):
@@ -274,7 +258,7 @@ def test_angrist_smoke_summary_and_figure():
     beta_2sls = two_sls(y=data.y, X=data.X, Z=data.Z)[0]
     assert runs["beta_2sls"].iloc[0] == pytest.approx(beta_2sls)
     ref = {"dataset": "toy", "two_sls": {"params": [beta_2sls], "std_errors": [1.0]}}
-    table = L.summarise_iv_angrist(runs, [ref])
+    table = summarise_iv_angrist(runs, [ref])
     final = table[table["quantity"] == "beta_final"].set_index("rho1")
     assert final.loc[1.0, "iqr"] > final.loc[100.0, "iqr"]  # docs/notes/liang2025.md §7
     assert final.loc[100.0, "beta_2sls_reference"] == pytest.approx(beta_2sls)
@@ -288,7 +272,7 @@ def test_angrist_smoke_summary_and_figure():
 
 def test_angrist_cell_options():
     data = _toy_angrist(800)
-    c0 = L.run_iv_angrist(
+    c0 = run_iv_angrist(
         {"dataset": "toy", "rho": 10, "T": 5, "clip_rule": "c0_formula"},
         trials=2,
         first_trial=0,
@@ -298,10 +282,10 @@ def test_angrist_cell_options():
     gamma = (1 + math.sqrt(1 + math.log(400 * 5))) ** 2
     assert c0["clip_beta"].iloc[0] == pytest.approx(gamma)
     with pytest.raises(ValueError, match="clip_rule: explicit"):
-        L.check_iv_angrist_cell({"dataset": "toy", "rho": 1, "clip_theta": 1.0})
+        check_iv_angrist_cell({"dataset": "toy", "rho": 1, "clip_theta": 1.0})
     with pytest.raises(ValueError, match="p = q = 1"):
         wide = Dataset(name="w", X=np.ones((10, 2)), y=np.ones(10), Z=np.ones((10, 2)))
-        L.run_iv_angrist({"dataset": "w", "rho": 1}, trials=1, first_trial=0, seed=0, data=wide)
+        run_iv_angrist({"dataset": "w", "rho": 1}, trials=1, first_trial=0, seed=0, data=wide)
 
 
 def test_preprocess_liang2025():
@@ -329,11 +313,11 @@ def test_preprocess_liang2025():
 
 def test_bound_curve_kind():
     cell = {"n": 10_000, "p": 5, "q": 5, "rho1": 1, "rho2": 1, "kappa": 0.8, "num": 60}
-    L.check_iv_bound_cell(cell)
-    runs = L.run_iv_bound_curve(cell, trials=1, first_trial=0, seed=0)
+    check_iv_bound_cell(cell)
+    runs = run_iv_bound_curve(cell, trials=1, first_trial=0, seed=0)
     assert len(runs) == 1
     assert runs["T2"].iloc[0] == pytest.approx(774.92, abs=0.01)
-    table = L.summarise_iv_bound_curve(runs, [])
+    table = summarise_iv_bound_curve(runs, [])
     assert len(table) == 60
     assert set(table["regime"]) == {"optimisation", "statistical", "privacy", "invalid"}
     fig = STUDY_KINDS["iv_bound_curve"].figure(_csv_roundtrip(table), title="Fig. 2")

@@ -7,6 +7,10 @@ samples data sets from them with an explicit ``numpy.random.Generator``::
     dgp = make_dgp("iv_linear", rng=rng, p=5, q=5, r=5)   # draws beta, Theta, Phi, phi
     ds = dgp.sample(1000, rng=rng)                          # draws z, u, noise
 
+The Section 4.1 model of Liang et al. (2025) is also drawn in batches of trials
+(:func:`draw_iv_truth_batch`, :func:`sample_iv_batch`), in the same order of draws as
+:class:`IVLinearDGP`.
+
 Papers add DGPs by subclassing :class:`SyntheticDGP` (a frozen dataclass with a
 ``draw`` classmethod and a ``sample`` method) and calling :func:`register_dgp`.
 No global random state is used anywhere.
@@ -15,6 +19,7 @@ No global random state is used anywhere.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -31,8 +36,10 @@ __all__ = [
     "LinearGaussianDGP",
     "SyntheticDGP",
     "dgp_names",
+    "draw_iv_truth_batch",
     "make_dgp",
     "register_dgp",
+    "sample_iv_batch",
 ]
 
 
@@ -355,6 +362,110 @@ class IVLinearDGP(SyntheticDGP):
             "sigma_x": self.sigma_x,
             "sigma_y": self.sigma_y,
         }
+
+    def truth_batch(self) -> dict[str, np.ndarray]:
+        """Return :meth:`truth` with a leading axis of length 1 (one truth for every trial).
+
+        The input of :func:`sample_iv_batch` when all data sets share this truth.
+        """
+        return {k: v[None] for k, v in self.truth().items()}
+
+
+def draw_iv_truth_batch(
+    rng: np.random.Generator,
+    *,
+    p: int,
+    q: int,
+    r: int,
+    trials: int,
+    instrument_strength: float = 5.0,
+) -> dict[str, np.ndarray]:
+    r"""Draw ``trials`` independent ground truths of Section 4.1 at once.
+
+    :math:`\beta \sim N(0, I_p)`, :math:`\Theta = s I_{q\times p} + E` with
+    :math:`E_{ij} \sim N(0, 1)`, :math:`\Phi_{ij} \sim N(0, 1)`,
+    :math:`\phi \sim N(0, I_r)` -- the distribution of :meth:`IVLinearDGP.draw`,
+    batched (Liang et al. (2025), Section 4.1; used when the truth is redrawn per trial,
+    docs/notes/liang2025.md P12). All ``beta`` are drawn first, then all ``Theta``
+    noise, all ``Phi``, all ``phi``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of the truths.
+    p, q, r : int
+        Regressors, instruments and confounder dimension.
+    trials : int
+        Number of truths.
+    instrument_strength : float
+        The ``s`` of :math:`\Theta = sI + E` (5 in the paper).
+
+    Returns
+    -------
+    dict
+        ``beta`` (trials, p), ``Theta`` (trials, q, p), ``Phi`` (trials, r, p),
+        ``phi`` (trials, r).
+    """
+    rng = check_rng(rng)
+    beta = rng.standard_normal((trials, p))
+    Theta = instrument_strength * np.eye(q, p)[None] + rng.standard_normal((trials, q, p))
+    Phi = rng.standard_normal((trials, r, p))
+    phi = rng.standard_normal((trials, r))
+    return {"beta": beta, "Theta": Theta, "Phi": Phi, "phi": phi}
+
+
+def sample_iv_batch(
+    truth: Mapping[str, np.ndarray],
+    *,
+    n: int,
+    trials: int,
+    rng: np.random.Generator,
+    sigma_x: float = 1.0,
+    sigma_y: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Sample ``trials`` independent data sets of the Section 4.1 model at once.
+
+    :math:`z_i \sim N(0, I_q)`, :math:`u_i \sim N(0, I_r)`,
+    :math:`x_i = \Theta^\top z_i + \Phi^\top u_i + \sigma_x\epsilon_{x,i}`,
+    :math:`y_i = \beta^\top x_i + \phi^\top u_i + \sigma_y\epsilon_{y,i}` (Liang et al.
+    (2025), eq. (1) with a confounder; the paper swaps the labels of the two errors in
+    its text, docs/notes/liang2025.md §5.1). ``u`` is not returned. The draws come in
+    the order of :meth:`IVLinearDGP.sample` (all ``z``, all ``u``, all
+    :math:`\epsilon_x`, all :math:`\epsilon_y`), so one trial from a generator gives
+    the data set that :meth:`IVLinearDGP.sample` draws from the same generator.
+
+    Parameters
+    ----------
+    truth : mapping
+        ``beta`` (k, p), ``Theta`` (k, q, p), ``Phi`` (k, r, p), ``phi`` (k, r) with
+        ``k = 1`` (shared truth, :meth:`IVLinearDGP.truth_batch`) or ``k = trials``
+        (:func:`draw_iv_truth_batch`).
+    n, trials : int
+        Rows per data set and number of data sets.
+    rng : numpy.random.Generator
+        Source of the data.
+    sigma_x, sigma_y : float
+        Idiosyncratic noise scales (1 in the paper).
+
+    Returns
+    -------
+    Z : ndarray (trials, n, q)
+    X : ndarray (trials, n, p)
+    y : ndarray (trials, n)
+    """
+    rng = check_rng(rng)
+    Theta, Phi = truth["Theta"], truth["Phi"]
+    q, p = Theta.shape[-2:]
+    r = Phi.shape[-2]
+    Z = rng.standard_normal((trials, n, q))
+    U = rng.standard_normal((trials, n, r))
+    X = Z @ Theta + U @ Phi + sigma_x * rng.standard_normal((trials, n, p))
+    y = (
+        (X @ truth["beta"][..., None])[..., 0]
+        + (U @ truth["phi"][..., None])[..., 0]
+        + sigma_y * rng.standard_normal((trials, n))
+    )
+    return Z, X, y
 
 
 #: Presets of :class:`LevClippingMLPDGP`: the authors' notebook and the paper's text.

@@ -122,7 +122,7 @@ def plot_iv_synthetic(table: pd.DataFrame, *, title: str | None = None) -> plt.F
     Parameters
     ----------
     table : DataFrame
-        Output of :func:`dpreg.experiments.liang2025.summarise_iv_synthetic`.
+        Output of :func:`dpreg.experiments.liang2025_synthetic.summarise_iv_synthetic`.
     title : str, optional
         Figure title.
     """
@@ -250,7 +250,7 @@ def plot_iv_angrist(table: pd.DataFrame, *, title: str | None = None) -> plt.Fig
     Parameters
     ----------
     table : DataFrame
-        Output of :func:`dpreg.experiments.liang2025.summarise_iv_angrist`.
+        Output of :func:`dpreg.experiments.liang2025_angrist.summarise_iv_angrist`.
     title : str, optional
         Figure title.
     """
@@ -340,7 +340,7 @@ def plot_bound_curve(table: pd.DataFrame, *, title: str | None = None) -> plt.Fi
     Parameters
     ----------
     table : DataFrame
-        Output of :func:`dpreg.experiments.liang2025.summarise_iv_bound_curve`.
+        Output of :func:`dpreg.experiments.liang2025_bound.summarise_iv_bound_curve`.
     title : str, optional
         Figure title.
     """
