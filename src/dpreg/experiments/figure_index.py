@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from dpreg.estimators import ESTIMATORS
+from dpreg.estimators.methods import METHODS
 from dpreg.experiments.claims import CLAIM_CHECKS, papers_with_claims
 from dpreg.experiments.kinds import get_kind
 
@@ -86,6 +87,8 @@ def _estimators(study: Mapping[str, Any], run: Callable[..., Any]) -> list[str]:
             value = block.get(key)
             values = value if isinstance(value, list) else [value]
             names += [v for v in values if isinstance(v, str) and v in ESTIMATORS]
+            # benchmark methods name the estimator they run (dpreg.estimators.methods)
+            names += [METHODS[v].estimator for v in values if isinstance(v, str) and v in METHODS]
     source = inspect.getsource(importlib.import_module(inspect.unwrap(run).__module__))
     for name, func in ESTIMATORS.items():
         called = re.search(rf"\b{func.__name__}\(|get_estimator\(\s*[\"']{name}[\"']", source)

@@ -54,17 +54,14 @@ class StudyKind:
         The config's ``kind``.
     run, summarise, figure : callable
         See :data:`RunFn`, :data:`SummariseFn`, :data:`FigureFn`.
-    required : frozenset of str
-        Keys every cell must have (from ``params`` or ``grid``).
-    optional : frozenset of str
-        Further allowed keys; anything else is a config error naming the key.
     check_cell : callable, optional
-        ``check_cell(cell)`` raises ``ValueError`` for a bad value (checked before any
-        job runs, so a bad config stops the workflow at once).
+        ``check_cell(cell)`` raises ``ValueError`` for a bad value across keys (checked
+        before any job runs, so a bad config stops the workflow at once).
     params : type of KindParams, optional
-        The kind's typed parameter spec (:mod:`dpreg.experiments.params`). When given,
-        ``required`` and ``optional`` are derived from it and :meth:`validate_cell`
-        checks every value's type and range before ``check_cell``.
+        The kind's typed parameter spec (:mod:`dpreg.experiments.params`): the one place
+        its keys are declared. :attr:`required` and :attr:`optional` are derived from it
+        and :meth:`validate_cell` checks every value's type and range before
+        ``check_cell``. Without a spec the kind takes no keys.
     uses_test_rows : bool, default False
         The kind evaluates on the held-out rows: the workflow also prepares and reads
         the dataset's test table and ``run`` gets the keyword ``test`` (see
@@ -82,20 +79,21 @@ class StudyKind:
     run: RunFn
     summarise: SummariseFn
     figure: FigureFn
-    required: frozenset[str] = field(default_factory=frozenset)
-    optional: frozenset[str] = field(default_factory=frozenset)
     check_cell: Callable[[Mapping[str, Any]], None] | None = None
     params: type[KindParams] | None = None
     uses_test_rows: bool = False
     views: Mapping[str, Callable[[pd.DataFrame], pd.DataFrame]] = field(default_factory=dict)
     view_figures: Mapping[str, FigureFn] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        if self.params is not None:
-            if self.required or self.optional:
-                raise ValueError(f"kind {self.name!r}: give params or required/optional, not both")
-            object.__setattr__(self, "required", self.params.required_keys())
-            object.__setattr__(self, "optional", self.params.optional_keys())
+    @property
+    def required(self) -> frozenset[str]:
+        """Keys every cell must have (from ``params`` or ``grid``): the spec's, no default."""
+        return frozenset() if self.params is None else self.params.required_keys()
+
+    @property
+    def optional(self) -> frozenset[str]:
+        """Further allowed keys (the spec's, with a default); others are config errors."""
+        return frozenset() if self.params is None else self.params.optional_keys()
 
     def validate_cell(self, cell: Mapping[str, Any]) -> None:
         """Check a cell's values (the typed spec, then ``check_cell``); ``ValueError``."""
