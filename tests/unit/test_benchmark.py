@@ -1,0 +1,136 @@
+"""The benchmark study kind: runs, summary, views and claims."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpreg.data.regimes import load_regime_split
+from dpreg.experiments.benchmark import (
+    BENCHMARK,
+    leaderboard,
+    performance_profile,
+    recommendation_map,
+    run_benchmark_cell,
+    summarise_benchmark,
+)
+from dpreg.experiments.dpreg_claims import check
+
+METHODS = ["ols", "adassp", "ihm", "linear_mixing", "dp_gd_brown", "dp_ssgd", "nu_dp_ftrl",
+           "dp_sgd_stream"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runs():
+    frames = []
+    for seed, (n, d) in enumerate([(3000, 4), (600, 8), (20000, 3)]):
+        train, test = load_regime_split(n=n, d=d, seed=seed, sigma=0.3)
+        cell = {"dataset": f"r{seed}", "epsilon": [0.3, 3.0], "methods": METHODS}
+        frames.append(
+            run_benchmark_cell(cell, trials=6, first_trial=0, seed=11 + seed, data=train, test=test)
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def table(runs):
+    return summarise_benchmark(runs, [])
+
+
+def test_one_row_per_trial_and_pair_with_budgets_and_status(runs):
+    assert len(runs) == 3 * len(METHODS) * 2 * 6
+    ok = runs[runs["status"] == "ok"]
+    assert ok["test_mse"].notna().all() and ok["train_mse"].notna().all()
+    skipped = runs[runs["status"] == "not_run"]
+    assert set(skipped["method"]) == {"dp_ssgd"}  # eps = 3 is outside its regime
+    assert (skipped["reason"].str.contains("shuffling regime")).all()
+    assert skipped["test_mse"].isna().all()
+    private = ok[ok["private"]]
+    assert (private["spent_epsilon"] <= private["epsilon"] * (1 + 1e-9)).all()
+    assert ok[~ok["private"]]["spent_epsilon"].isna().all()
+
+
+def test_the_run_is_a_function_of_the_seed_block(runs):
+    train, test = load_regime_split(n=3000, d=4, seed=0, sigma=0.3)
+    cell = {"dataset": "r0", "epsilon": [0.3, 3.0], "methods": METHODS}
+    again = run_benchmark_cell(cell, trials=6, first_trial=0, seed=11, data=train, test=test)
+    pd.testing.assert_frame_equal(again, runs[runs["dataset"] == "r0"].reset_index(drop=True))
+
+
+def test_ols_is_the_reference_and_never_ranked(table):
+    ols = table[table["method"] == "ols"]
+    np.testing.assert_allclose(ols["ratio"], 1.0, rtol=1e-12)
+    assert ols["rank"].isna().all()
+
+
+def test_ranks_are_a_permutation_on_each_dataset_and_epsilon(table):
+    for _, group in table.dropna(subset=["rank"]).groupby(["dataset", "epsilon"]):
+        assert sorted(group["rank"]) == pytest.approx(list(range(1, len(group) + 1)))
+        assert group.loc[group["rank"] == 1.0, "ratio_to_best"].iloc[0] == pytest.approx(1.0)
+        assert (group["ratio_to_best"] >= 1 - 1e-12).all()
+
+
+def test_profile_is_monotone_and_starts_at_the_share_of_wins(table):
+    profile = performance_profile(table)
+    board = leaderboard(table)
+    for (eps, method), curve in profile.groupby(["epsilon", "method"]):
+        shares = curve.sort_values("tau")["share"].to_numpy()
+        assert (np.diff(shares) >= 0).all() and shares[-1] <= 1
+        wins = board[(board["epsilon"] == eps) & (board["method"] == method)]["wins"].iloc[0]
+        datasets = table[table["epsilon"] == eps]["dataset"].nunique()
+        assert shares[0] == pytest.approx(wins / datasets)
+
+
+def test_leaderboard_uncertainty_and_recommendation_evidence(table):
+    board = leaderboard(table)
+    assert (board["geo_mean_ratio_low"] <= board["geo_mean_ratio"]).all()
+    assert (board["geo_mean_ratio"] <= board["geo_mean_ratio_high"]).all()
+    assert set(board["method"]) <= set(METHODS) - {"ols"}
+    rec = recommendation_map(table)
+    assert rec["datasets"].sum() == 3 * 2  # every dataset in exactly one region per epsilon
+    for _, row in rec.iterrows():
+        assert row["mean_rank"] <= row["runner_up_mean_rank"]
+
+
+def test_views_and_figures_are_registered(table):
+    assert set(BENCHMARK.views) == {"leaderboard", "profile", "recommendation"}
+    for name, draw in {"figure": BENCHMARK.figure, **BENCHMARK.view_figures}.items():
+        fig = draw(table, title=name)
+        assert fig.axes
+
+
+def test_claims_pass_and_fail_on_synthetic_tables(table):
+    out = check({"benchmark": table})["benchmark"]
+    budget = out[out["claim"].str.startswith("every private method certifies")]
+    assert (budget["passed"] == "yes").all()
+    # make IHM the best everywhere, then the worst: the Lev et al. claim follows
+    best = table.copy()
+    best.loc[best["method"] == "ihm", "score"] = 1e-9
+    worst = table.copy()
+    worst.loc[worst["method"] == "ihm", "score"] = 1e9
+    lev = "IHM has the best mean rank among Lev"
+    passed = check({"benchmark": best})["benchmark"]
+    failed = check({"benchmark": worst})["benchmark"]
+    assert (passed[passed["claim"].str.contains(lev)]["passed"] == "yes").all()
+    assert (failed[failed["claim"].str.contains(lev)]["passed"] == "NO").all()
+    # an overspent budget is caught
+    over = table.copy()
+    over.loc[over["method"] == "adassp", "spent_epsilon"] *= 1.01
+    row = check({"benchmark": over})["benchmark"].iloc[0]
+    assert row["passed"] == "NO" and math.isclose(row["value"], 1.01, rel_tol=1e-9)
+
+
+def test_bad_cells_are_refused_before_any_work():
+    with pytest.raises(ValueError, match="benchmark: methods: unknown method 'ihmm'"):
+        BENCHMARK.validate_cell({"dataset": "d", "epsilon": 1.0, "methods": ["ihmm"]})
+    with pytest.raises(ValueError, match="benchmark: epsilon must be > 0 and finite"):
+        BENCHMARK.validate_cell({"dataset": "d", "epsilon": [1.0, math.inf], "methods": "ihm"})
+    with pytest.raises(ValueError, match="twice"):
+        BENCHMARK.validate_cell({"dataset": "d", "epsilon": 1.0, "methods": ["ihm", "ihm"]})
+    with pytest.raises(ValueError, match="benchmark: intercept must be bool"):
+        BENCHMARK.validate_cell(
+            {"dataset": "d", "epsilon": 1.0, "methods": "ihm", "intercept": "yes"}
+        )
