@@ -58,6 +58,35 @@ def study_view_paths():
     return paths
 
 
+def benchmark_cost_paths():
+    """The cost table of every study of kind benchmark (a measurement, not a result)."""
+    return [
+        f"results/benchmarks/{spec['paper']}/{name}_cost_summary.csv"
+        for name, spec in config["studies"].items()
+        if spec["kind"] == "benchmark"
+    ]
+
+
+def benchmark_cost_datasets(study):
+    return study_datasets(config, study)
+
+
+def benchmark_cost_tables(wildcards):
+    return [f"resources/data/{name}.parquet" for name in benchmark_cost_datasets(wildcards.study)]
+
+
+def benchmark_cost_params(wildcards):
+    spec = config["studies"][wildcards.study]
+    methods = (spec.get("params") or {}).get("methods") or (spec.get("grid") or {}).get("methods")
+    return {
+        "study": wildcards.study,
+        "title": spec.get("title", wildcards.study),
+        "datasets": benchmark_cost_datasets(wildcards.study),
+        "methods": methods if isinstance(methods, list) else [methods],
+        "epsilon": 1.0,
+    }
+
+
 def claim_paths():
     """The claims folder of every paper that has checks and studies in this config."""
     papers = {spec["paper"] for spec in config["studies"].values()}
@@ -83,6 +112,7 @@ def all_targets():
         + study_figure_paths()
         + study_view_paths()
         + ["results/MANIFEST.sha256", "results/benchmarks/jobs.csv"]
+        + benchmark_cost_paths()
         + estimator_benchmark_paths()
     )
 

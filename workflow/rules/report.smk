@@ -71,3 +71,28 @@ rule estimator_benchmarks:
         "../envs/dpreg.yaml"
     shell:
         "cp {input} {output} 2> {log}"
+
+
+# Seconds per fit of every method of a benchmark study, one thread: a measurement of this
+# machine (like jobs.csv), so outside results/MANIFEST.sha256 and never a result input.
+rule benchmark_cost:
+    input:
+        table="results/tables/{paper}/{study}.csv",
+        tables=benchmark_cost_tables,
+    output:
+        per_dataset="results/benchmarks/{paper}/{study}_cost.csv",
+        summary=report(
+            "results/benchmarks/{paper}/{study}_cost_summary.csv",
+            caption="../report/benchmark_cost.rst",
+            category="Benchmarks",
+        ),
+        md="results/benchmarks/{paper}/{study}_cost_summary.md",
+    log:
+        "logs/report/{paper}/{study}_cost.log",
+    conda:
+        "../envs/dpreg.yaml"
+    threads: 1
+    params:
+        cost=benchmark_cost_params,
+    script:
+        "../scripts/benchmark_cost.py"

@@ -42,7 +42,9 @@ __all__ = [
     "BenchmarkParams",
     "NDRATIO_BINS",
     "PROFILE_TAUS",
+    "cost_beside_accuracy",
     "leaderboard",
+    "measure_cost",
     "performance_profile",
     "recommendation_map",
     "run_benchmark_cell",
@@ -355,6 +357,83 @@ def recommendation_map(table: pd.DataFrame, bins: Sequence[float] = NDRATIO_BINS
             }
         )
     return pd.DataFrame(rows)
+
+
+def measure_cost(
+    datasets: Mapping[str, Dataset],
+    methods: Sequence[str],
+    *,
+    epsilon: float = 1.0,
+    repeats: int = 3,
+    seed: int = 0,
+) -> pd.DataFrame:
+    r"""Seconds per fit of every method on every dataset, one thread (a measurement).
+
+    Each (dataset, method) is fitted ``repeats`` times with one trial at ``epsilon`` and
+    :math:`\delta = 1/n^2` after one warm-up fit; ``seconds_per_fit`` is the minimum
+    wall time (the least disturbed by other processes), ``cpu_seconds_per_fit`` the
+    minimum process CPU time. BLAS and OpenMP pools are limited to one thread while
+    timing. Timings describe the machine, so they never enter a result table: the
+    workflow writes them to ``results/benchmarks/`` beside the job timings.
+    """
+    import time
+
+    from threadpoolctl import threadpool_limits
+
+    rows = []
+    with threadpool_limits(limits=1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, data in datasets.items():
+            n, d = data.X.shape
+            delta = 1.0 / float(n) ** 2
+            for method in methods:
+                public = PublicInputs(
+                    n=n, d=d, epsilon=epsilon, delta=delta, bound_X=1.0, bound_y=1.0
+                )
+                reason = get_method(method).reason_not_run(public)
+                wall, cpu = [], []
+                for k in range(repeats + 1 if reason is None else 0):
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    fit_method(
+                        method, data.X, data.y, epsilon=epsilon, delta=delta, bound_X=1.0,
+                        bound_y=1.0, rng=np.random.default_rng([seed, k]), trials=1,
+                    )  # fmt: skip
+                    if k > 0:  # k = 0 is the warm-up
+                        wall.append(time.perf_counter() - t0)
+                        cpu.append(time.process_time() - c0)
+                rows.append(
+                    {
+                        "dataset": name,
+                        "n": n,
+                        "d": d,
+                        "method": method,
+                        "epsilon": epsilon,
+                        "seconds_per_fit": min(wall) if wall else math.nan,
+                        "cpu_seconds_per_fit": min(cpu) if cpu else math.nan,
+                        "repeats": len(wall),
+                        "status": "not_run" if reason else "ok",
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def cost_beside_accuracy(cost: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """Per method: median seconds per fit over datasets beside its accuracy at that epsilon.
+
+    ``cost`` is :func:`measure_cost`'s table; ``table`` the benchmark summary. The
+    accuracy columns are the leaderboard's (:func:`leaderboard`) at the cost's epsilon.
+    """
+    ok = cost[cost["status"] == "ok"]
+    summary = ok.groupby("method").agg(
+        datasets_timed=("dataset", "nunique"),
+        median_seconds_per_fit=("seconds_per_fit", "median"),
+        max_seconds_per_fit=("seconds_per_fit", "max"),
+    )
+    epsilon = float(cost["epsilon"].iloc[0])
+    board = leaderboard(table)
+    board = board[np.isclose(board["epsilon"], epsilon)].set_index("method")
+    summary = summary.join(board[["mean_rank", "wins", "geo_mean_ratio"]], how="left")
+    return summary.reset_index().sort_values(["mean_rank", "method"], ignore_index=True)
 
 
 def figure_profile(table: pd.DataFrame, *, title: str | None = None) -> Any:

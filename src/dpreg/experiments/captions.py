@@ -161,9 +161,11 @@ VIEW_DESCRIPTIONS: dict[tuple[str, str], str] = {
         "runner-up and its mean rank, and how many datasets are the evidence."
     ),
     ("benchmark", "heatmap"): (
-        "log10 of each method's mean test MSE over non-private OLS's, per dataset (rows, "
-        "ordered by n/d) and method (columns), one panel per epsilon; blank: not run "
-        "(outside the method's regime)."
+        "log10 of each private method's mean test MSE over the best private method's on "
+        "the same dataset (0: the best; the colour saturates at 1, ten times the best), per "
+        "dataset (rows, ordered by n/d) and method (columns, by mean rank), one panel per "
+        "epsilon; blank: not run (outside the method's regime). The ratios to non-private "
+        "OLS are in the study table (column ratio)."
     ),
 }
 

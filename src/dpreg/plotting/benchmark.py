@@ -14,9 +14,14 @@ import seaborn as sns  # noqa: E402
 __all__ = ["plot_heatmap", "plot_performance_profile", "plot_recommendation_map"]
 
 
-def _method_colors(methods: list[str]) -> dict[str, tuple[float, float, float]]:
-    palette = sns.color_palette("tab20", n_colors=max(len(methods), 1))
-    return dict(zip(methods, palette, strict=False))
+def _method_styles(methods: list[str]) -> dict[str, dict[str, object]]:
+    """Return a colour and line style per method, distinct for up to 30 methods."""
+    palette = sns.color_palette("tab10", n_colors=10)
+    styles = ("-", "--", ":")
+    return {
+        m: {"color": palette[i % 10], "linestyle": styles[(i // 10) % 3]}
+        for i, m in enumerate(methods)
+    }
 
 
 def plot_performance_profile(profile: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
@@ -32,7 +37,7 @@ def plot_performance_profile(profile: pd.DataFrame, *, title: str | None = None)
     sns.set_theme(style="whitegrid", context="paper")
     epsilons = sorted(profile["epsilon"].unique())
     methods = sorted(profile["method"].unique())
-    colors = _method_colors(methods)
+    styles = _method_styles(methods)
     fig, axes = plt.subplots(
         1, max(len(epsilons), 1), figsize=(3.2 * max(len(epsilons), 1), 3.4), squeeze=False
     )
@@ -41,8 +46,8 @@ def plot_performance_profile(profile: pd.DataFrame, *, title: str | None = None)
         for method in methods:
             curve = at[at["method"] == method].sort_values("tau")
             if not curve.empty:
-                ax.step(curve["tau"], curve["share"], where="post", color=colors[method],
-                        label=method)  # fmt: skip
+                ax.step(curve["tau"], curve["share"], where="post", label=method,
+                        **styles[method])  # fmt: skip
         ax.set_xscale("log")
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(rf"$\varepsilon = {eps:g}$")
@@ -58,41 +63,41 @@ def plot_performance_profile(profile: pd.DataFrame, *, title: str | None = None)
 
 
 def plot_heatmap(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
-    """Heatmap of log10(test MSE / OLS's) per dataset (rows) and method (columns), per epsilon.
+    """Heatmap of log10(test MSE / the best private method's), dataset x method, per epsilon.
 
     Parameters
     ----------
     table : DataFrame
-        The benchmark summary (``dataset``, ``method``, ``epsilon``, ``ratio``,
-        ``status``, ``n``, ``d``); datasets ordered by n/d; cells not run are blank.
+        The benchmark summary (``dataset``, ``method``, ``epsilon``, ``ratio_to_best``,
+        ``status``, ``private``, ``n``, ``d``); datasets ordered by n/d, methods by their
+        mean rank over all epsilons; cells not run are blank; the colour saturates at 10x.
     title : str, optional
     """
     sns.set_theme(style="white", context="paper")
-    epsilons = sorted(table["epsilon"].unique())
+    ranked = table[table["private"].astype(bool)]
+    epsilons = sorted(ranked["epsilon"].unique())
     order = (
-        table.assign(nd=table["n"] / table["d"])
+        ranked.assign(nd=ranked["n"] / ranked["d"])
         .groupby("dataset")["nd"]
         .first()
         .sort_values()
         .index.tolist()
     )
-    methods = list(dict.fromkeys(table["method"]))
-    ratio = np.log10(table["ratio"].where(table["status"] == "ok"))
-    finite = ratio[np.isfinite(ratio)]
-    vmax = max(float(finite.max()) if len(finite) else 1.0, 0.1)
+    methods = ranked.groupby("method")["rank"].mean().sort_values().index.tolist()
+    log_ratio = np.log10(ranked["ratio_to_best"].where(ranked["status"] == "ok"))
     fig, axes = plt.subplots(
-        1, len(epsilons), figsize=(0.45 * len(methods) * len(epsilons) + 3,
-                                   0.28 * len(order) + 2.5),
+        1, len(epsilons), figsize=(0.42 * len(methods) * len(epsilons) + 3,
+                                   0.28 * len(order) + 2.8),
         squeeze=False,
     )  # fmt: skip
     for j, (ax, eps) in enumerate(zip(axes[0], epsilons, strict=False)):
-        at = table.assign(log_ratio=ratio)[table["epsilon"] == eps]
+        at = ranked.assign(log_ratio=log_ratio)[ranked["epsilon"] == eps]
         grid = at.pivot(index="dataset", columns="method", values="log_ratio").reindex(
             index=order, columns=methods
         )
-        sns.heatmap(grid, ax=ax, cmap="viridis", vmin=0.0, vmax=vmax, cbar=j == len(epsilons) - 1,
-                    cbar_kws={"label": "log10(test MSE / OLS test MSE)"},
-                    yticklabels=j == 0)  # fmt: skip
+        sns.heatmap(grid, ax=ax, cmap="viridis", vmin=0.0, vmax=1.0,
+                    cbar=j == len(epsilons) - 1, yticklabels=j == 0,
+                    cbar_kws={"label": "log10(test MSE / best private method's)"})  # fmt: skip
         ax.set_title(rf"$\varepsilon = {eps:g}$")
         ax.set_xlabel("")
         ax.set_ylabel("dataset (by n/d)" if j == 0 else "")
@@ -122,8 +127,14 @@ def plot_recommendation_map(rec: pd.DataFrame, *, title: str | None = None) -> p
     for _, row in rec.iterrows():
         i, j = regions.index(row["region_n_per_d"]), epsilons.index(row["epsilon"])
         grid[i, j] = code[row["recommended"]]
-        ax.text(j, i, f"{row['recommended']}\nrank {row['mean_rank']:.2g}, {row['datasets']} ds",
-                ha="center", va="center", fontsize=7)  # fmt: skip
+        runner = (
+            f"\nnext: {row['runner_up']} {row['runner_up_mean_rank']:.2g}"
+            if row["runner_up"]
+            else ""
+        )
+        ax.text(j, i, f"{row['recommended']}\nmean rank {row['mean_rank']:.2g},"
+                f" {row['datasets']} datasets{runner}", ha="center", va="center",
+                fontsize=7)  # fmt: skip
     cmap = plt.get_cmap("Pastel1", max(len(methods), 1))
     ax.imshow(grid, cmap=cmap, aspect="auto", vmin=-0.5, vmax=len(methods) - 0.5)
     ax.set_xticks(range(len(epsilons)), [f"{e:g}" for e in epsilons])
