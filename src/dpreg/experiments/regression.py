@@ -180,35 +180,22 @@ def _as_list(value: Any) -> list[Any]:
 
 def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
     """Validate one ``eps_grid`` cell before any job runs (so the dry run stops on it)."""
-    from dpreg._validation import check_positive, check_probability
-
-    EpsGridParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
-    for name in _as_list(cell["estimator"]):
+    P = EpsGridParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    for name in _as_list(P.estimator):
         params = inspect.signature(get_estimator(name)).parameters
         if "Z" in params:
             raise ValueError(
                 f"estimator {name!r} is an IV estimator (it needs instruments Z); eps_grid"
                 " runs regression estimators on (X, y) only: use an iv_* study kind"
             )
-    if cell.get("delta_rule") == "fixed" and cell.get("delta") is not None:
-        try:
-            check_probability(cell["delta"], "delta")
-        except (TypeError, ValueError) as err:
-            raise ValueError(str(err)) from None
-    for key in ("bound_X", "bound_y"):
-        if key in cell:
-            try:
-                check_positive(cell[key], key)
-            except (TypeError, ValueError) as err:
-                raise ValueError(str(err)) from None
-    for epsilon in _as_list(cell["epsilon"]):
+    for epsilon in _as_list(P.epsilon):
         try:
             ApproxDP(epsilon, 0.5)
         except (TypeError, ValueError) as err:
             raise ValueError(f"epsilon: {err}") from None
-    study_delta(2, cell["delta_rule"], cell.get("delta"))
-    hyper = cell.get("hyper") or {}
-    if not isinstance(hyper, Mapping) or not all(isinstance(v, Mapping) for v in hyper.values()):
+    study_delta(2, P.delta_rule, P.delta)  # a fixed rule needs its delta
+    hyper = P.hyper
+    if not all(isinstance(v, Mapping) for v in hyper.values()):
         raise ValueError("hyper must map estimator names to their hyperparameters")
     for name, values in hyper.items():
         try:
