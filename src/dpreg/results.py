@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import check_matrix
-from dpreg.privacy.budgets import Budget
+from dpreg.privacy.budgets import Budget, PureDP
 
 NONPRIVATE_DIAGNOSTICS = frozenset(
     {
@@ -91,7 +91,7 @@ class Fit:
     """
 
     theta: np.ndarray
-    budget_spent: Budget | None
+    budget_spent: Budget | PureDP | None
     estimator: str
     path: np.ndarray | None = None
     diagnostics: dict[str, Any] = field(default_factory=dict)

@@ -58,6 +58,11 @@ from dpreg.estimators.ambssgd_core import block_layout
 from dpreg.estimators.ambssgd_privacy import ShufflingRegimeWarning, calibrate_dp_ssgd
 from dpreg.estimators.dp_ssgd import dp_ssgd_hyperparameters
 from dpreg.estimators.intercept import with_intercept
+from dpreg.estimators.peer_diffprivlib import (
+    PEER_INSTALL_HINT,
+    diffprivlib_available,
+    run_diffprivlib_linear_regression,
+)
 from dpreg.estimators.registry import get_estimator
 from dpreg.privacy.budgets import ApproxDP
 from dpreg.privacy.conversions import eps_to_zcdp
@@ -143,6 +148,10 @@ def stream_batch_size(public: PublicInputs) -> int:
 
 def _no_hyper(public: PublicInputs) -> dict[str, Any]:
     return {}
+
+
+def _peer_applies(public: PublicInputs) -> str | None:
+    return None if diffprivlib_available() else PEER_INSTALL_HINT
 
 
 def _ihm(public: PublicInputs) -> dict[str, Any]:
@@ -296,6 +305,13 @@ class Method:
         ``applies(public) -> None`` or the reason the method cannot run at these
         public inputs (a regime its guarantee needs); such cells are reported as not
         run, never silently dropped.
+    function : callable, optional
+        Called instead of the registered ``estimator`` (the external peer, which is not
+        a dpreg estimator and not in the registry).
+    peer : bool
+        An external implementation shown for comparison (labelled in every output).
+    guarantee : str
+        What one release certifies: ``"(epsilon, delta)"`` or ``"pure epsilon"``.
     """
 
     name: str
@@ -305,6 +321,9 @@ class Method:
     description: str
     private: bool = True
     applies: Callable[[PublicInputs], str | None] | None = None
+    function: Callable[..., Fit] | None = None
+    peer: bool = False
+    guarantee: str = "(epsilon, delta)"
 
     def hyperparameters(self, public: PublicInputs) -> dict[str, Any]:
         """Return the hyperparameters at ``public`` (a new dict)."""
@@ -370,6 +389,17 @@ METHODS: Mapping[str, Method] = MappingProxyType(
                 "choquettechoo2023",
                 _sgd_stream,
                 "DP-SGD (independent noise), one pass of <= 1000 steps, noise-capped step",
+            ),
+            Method(
+                "diffprivlib",
+                "diffprivlib_linear_regression",
+                "peer",
+                _no_hyper,
+                "diffprivlib LinearRegression (external peer, pure epsilon-DP, bounds +-B, +-C)",
+                applies=_peer_applies,
+                function=run_diffprivlib_linear_regression,
+                peer=True,
+                guarantee="pure epsilon",
             ),
         )
     }
@@ -440,7 +470,7 @@ def fit_method(
     if reason is not None:
         raise ValueError(f"method {name!r} does not run here: {reason}")
     hyper = method.hyperparameters(public)
-    estimator = get_estimator(method.estimator)
+    estimator = method.function or get_estimator(method.estimator)
     kwargs: dict[str, Any] = {"rng": rng, "trials": trials, "bound_y": bound_y, **hyper}
     if method.private:
         kwargs["budget"] = ApproxDP(epsilon, delta)

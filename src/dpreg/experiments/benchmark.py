@@ -194,6 +194,8 @@ def run_benchmark_cell(
                 "estimator": method.estimator,
                 "paper": method.paper,
                 "private": method.private,
+                "peer": method.peer,
+                "guarantee": method.guarantee,
                 "intercept": bool(P.intercept),
                 "n": n,
                 "d": d,
@@ -230,7 +232,8 @@ def summarise_benchmark(
     """
     del references  # the OLS references are computed in the job on the same rows
     keys = ["dataset", "method", "epsilon"]
-    first = ["estimator", "paper", "private", "intercept", "n", "d", "delta", "status"]
+    first = ["estimator", "paper", "private", "peer", "guarantee", "intercept", "n", "d"]
+    first += ["delta", "status"]
     first += ["reason", "hyper", "ols_train_mse", "ols_test_mse", "rho"]
     grouped = runs.groupby(keys, sort=True, observed=True)
     table = grouped[first].first()
@@ -286,6 +289,7 @@ def leaderboard(table: pd.DataFrame) -> pd.DataFrame:
                 "epsilon": epsilon,
                 "method": method,
                 "paper": group["paper"].iloc[0],
+                "guarantee": group["guarantee"].iloc[0],
                 "datasets": k,
                 "not_run": int((everywhere["status"] != "ok").sum()),
                 "mean_rank": group["rank"].mean(),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.privacy.budgets import ZCDP, ApproxDP, PureDP
 from dpreg.privacy.conversions import eps_to_zcdp, zcdp_to_eps
 
 
@@ -48,14 +48,16 @@ def budget_columns(
 
 
 def spent_columns(
-    budget_spent: ZCDP | ApproxDP | None, *, delta: float, conversion: str = "tight"
+    budget_spent: ZCDP | ApproxDP | PureDP | None, *, delta: float, conversion: str = "tight"
 ) -> dict[str, float]:
     """Return what an estimator certified for one release, in both units where defined.
 
     ``spent_epsilon``, ``spent_delta``, ``spent_rho``: a zCDP certificate gives its
     ``rho`` and the epsilon it implies at the study's ``delta`` (with ``conversion``);
     an (epsilon, delta) certificate gives its own pair and ``spent_rho = NaN``
-    (approximate DP implies no zCDP level). ``None`` (not private, or not run): NaN.
+    (approximate DP implies no zCDP level); a pure epsilon-DP certificate gives
+    ``spent_delta = 0`` and the ``epsilon^2 / 2`` zCDP level it implies. ``None`` (not
+    private, or not run): NaN.
 
     Examples
     --------
@@ -64,6 +66,12 @@ def spent_columns(
     """
     if budget_spent is None:
         return {"spent_epsilon": math.nan, "spent_delta": math.nan, "spent_rho": math.nan}
+    if isinstance(budget_spent, PureDP):
+        return {
+            "spent_epsilon": float(budget_spent.epsilon),
+            "spent_delta": 0.0,
+            "spent_rho": float(budget_spent.to_zcdp().rho),
+        }
     if isinstance(budget_spent, ZCDP):
         return {
             "spent_epsilon": float(zcdp_to_eps(budget_spent.rho, delta, method=conversion)),

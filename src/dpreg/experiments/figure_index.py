@@ -88,7 +88,11 @@ def _estimators(study: Mapping[str, Any], run: Callable[..., Any]) -> list[str]:
             values = value if isinstance(value, list) else [value]
             names += [v for v in values if isinstance(v, str) and v in ESTIMATORS]
             # benchmark methods name the estimator they run (dpreg.estimators.methods)
-            names += [METHODS[v].estimator for v in values if isinstance(v, str) and v in METHODS]
+            names += [
+                METHODS[v].estimator
+                for v in values
+                if isinstance(v, str) and v in METHODS and METHODS[v].function is None
+            ]
     source = inspect.getsource(importlib.import_module(inspect.unwrap(run).__module__))
     for name, func in ESTIMATORS.items():
         called = re.search(rf"\b{func.__name__}\(|get_estimator\(\s*[\"']{name}[\"']", source)

@@ -1,6 +1,6 @@
 """Privacy budgets and exact accounting."""
 
-from dpreg.privacy.budgets import ApproxDP, Budget, ZCDP  # noqa: I001  (must load first)
+from dpreg.privacy.budgets import ApproxDP, Budget, PureDP, ZCDP  # noqa: I001  (must load first)
 from dpreg.privacy.conversions import (
     CONVERSIONS,
     DEFAULT_CONVERSION,
@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_CONVERSION",
     "ApproxDP",
     "Budget",
+    "PureDP",
     "ZCDP",
     "analytic_gaussian_sigma",
     "approx_dp_to_zcdp",

@@ -138,6 +138,40 @@ class ApproxDP:
         return approx_dp_to_zcdp(self, method)
 
 
+@dataclass(frozen=True)
+class PureDP:
+    """A pure epsilon-DP guarantee (delta = 0): a certificate, not an estimator's target.
+
+    dpreg's estimators take (epsilon, delta) or zCDP targets; this type reports what a
+    pure-DP mechanism (e.g. the diffprivlib peer of the benchmark) certifies, in both
+    units: it implies (epsilon, delta)-DP for every delta and (epsilon^2 / 2)-zCDP
+    (Bun & Steinke 2016, Prop. 1.4).
+
+    Examples
+    --------
+    >>> PureDP(1.0).to_zcdp()
+    ZCDP(rho=0.5)
+    >>> PureDP(1.0).to_approx_dp(1e-6)
+    ApproxDP(epsilon=1.0, delta=1e-06)
+    """
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        eps = _real(self.epsilon, "epsilon")
+        if not (eps > 0) or math.isnan(eps):
+            raise ValueError(f"epsilon must be > 0 (got epsilon={self.epsilon!r})")
+        object.__setattr__(self, "epsilon", eps)
+
+    def to_zcdp(self) -> ZCDP:
+        """Return the zCDP level it implies, epsilon^2 / 2 (Bun & Steinke 2016, Prop. 1.4)."""
+        return ZCDP(self.epsilon**2 / 2.0)
+
+    def to_approx_dp(self, delta: float) -> ApproxDP:
+        """Return the (epsilon, delta) guarantee it implies at any ``delta``."""
+        return ApproxDP(self.epsilon, delta)
+
+
 Budget = ZCDP | ApproxDP
 
 
