@@ -5,8 +5,17 @@ Estimators are plain functions following one contract (see ``dpreg.estimators``)
 privacy budgets and accounting live in ``dpreg.privacy``.
 """
 
-from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget
+from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget, PureDP
 from dpreg.results import Fit
 
-__all__ = ["ApproxDP", "Budget", "Fit", "ZCDP", "__version__"]
+__all__ = ["ApproxDP", "Budget", "DPLinearRegression", "Fit", "PureDP", "ZCDP", "__version__"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``dpreg.DPLinearRegression``, imported on first use (it needs scikit-learn)."""
+    if name == "DPLinearRegression":
+        from dpreg.linear_model import DPLinearRegression
+
+        return DPLinearRegression
+    raise AttributeError(f"module 'dpreg' has no attribute {name!r}")
