@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import dpreg.estimators.ftrl as ftrl
+from dpreg.audit import audit_cases, run_audit
 from dpreg.audit.stats import gdp_epsilon
 from dpreg.estimators.ftrl import (
     MAX_STEPS,
@@ -351,6 +352,41 @@ def test_multi_epoch_budget_spent_follows_the_noise_actually_added(correlation, 
     assert halved.budget_spent.rho == pytest.approx(4 * 0.3, rel=1e-9)
     halved = fit_dp_ftrl(X, y, budget=ApproxDP(1.0, 1e-5), **kw)
     assert halved.budget_spent.epsilon > 1.5
+
+
+# ------------------------------------------------------------------ empirical audit
+
+
+@pytest.mark.parametrize("estimator", ["dp_ftrl", "dp_sgd_stream"])
+def test_audit_of_the_multi_epoch_canary_matches_the_claim(estimator, monkeypatch):
+    (case,) = [c for c in audit_cases([estimator]) if c.canary == "row-in-every-epoch"]
+    trials = 20_000
+    result = run_audit(case, trials=trials, rng=np.random.default_rng(11), alpha=0.01)
+    assert result.verdict == "pass", result
+    # the canary sits at the worst pattern, so the audited mu is the claimed one: within
+    # 4 standard errors of the standardised mean difference (Hedges & Olkin)
+    se = math.sqrt(2 / trials + result.mu_claim**2 / (4 * trials))
+    assert abs(result.mu - result.mu_claim) < 4 * se, (result.mu, result.mu_claim, se)
+    # broken variants are caught at 4000 runs: half the noise; half the multi-epoch
+    # sensitivity; the single-participation sensitivity used for E epochs
+    real_sigma = ftrl.ftrl_noise_multiplier
+    real_sens = ftrl.multi_participation_sensitivity_sq
+    broken = {
+        "halved noise": ("ftrl_noise_multiplier", lambda *a, **k: real_sigma(*a, **k) / 2),
+        "halved sensitivity": (
+            "multi_participation_sensitivity_sq",
+            lambda *a, **k: real_sens(*a, **k) / 4,
+        ),
+        "one participation": (
+            "multi_participation_sensitivity_sq",
+            lambda c, k, b, **kw: real_sens(c, 1, b, **kw),
+        ),
+    }
+    for label, (name, replacement) in broken.items():
+        with monkeypatch.context() as m:
+            m.setattr(ftrl, name, replacement)
+            bad = run_audit(case, trials=4000, rng=np.random.default_rng(12), alpha=0.01)
+        assert bad.verdict == "fail", (label, bad)
 
 
 # ------------------------------------------------------------------ utility
