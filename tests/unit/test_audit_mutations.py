@@ -109,6 +109,29 @@ MUTATIONS = {
             "sensitivity_sq",
             lambda real: lambda self, T: real(self, T) / 4,
         ),
+        # caught by the multi-epoch case (row-in-every-epoch)
+        "halved multi-epoch sensitivity": (
+            ftrl,
+            "multi_participation_sensitivity_sq",
+            lambda real: lambda *a, **k: real(*a, **k) / 4,
+        ),
+        "one participation for several epochs": (
+            ftrl,
+            "multi_participation_sensitivity_sq",
+            lambda real: lambda c, k, b, **kw: real(c, 1, b, **kw),
+        ),
+    },
+    "dp_sgd_stream": {
+        "halved noise": (
+            ftrl,
+            "ftrl_noise_multiplier",
+            lambda real: lambda *a, **k: real(*a, **k) / 2,
+        ),
+        "one participation for several epochs": (
+            ftrl,
+            "multi_participation_sensitivity_sq",
+            lambda real: lambda c, k, b, **kw: real(c, 1, b, **kw),
+        ),
     },
     "dp_2s_gd": {
         "halved noise": (iv, "noise_scale", lambda real: lambda *a, **k: real(*a, **k) / 2),

@@ -284,3 +284,20 @@ def test_dp_ftrl_runs_with_fft_and_multi_participation_factorizations(me_fixed):
         batch_size=4,
     )
     np.testing.assert_allclose(quiet.theta, sgd.theta)
+
+
+@pytest.mark.parametrize(
+    ("T", "k", "b"), [(12, 3, 4), (15, 3, 5), (16, 5, 3), (10, 1, 10), (9, 2, 4)]
+)
+def test_fft_fixed_epoch_shortcut_equals_the_explicit_encoder(T, k, b):
+    # the circulant Gram shortcut (no N x T matrix) against the brute force over patterns
+    f = fft_factorization(T)
+    shortcut = f.multi_participation_sensitivity_sq(k, b, schema="fixed_epoch")
+    explicit = multi_participation_sensitivity_sq(f.encoder, k, b, schema="fixed_epoch")
+    assert shortcut == pytest.approx(explicit, rel=1e-12)
+    # min_sep still takes the brute force
+    assert f.multi_participation_sensitivity_sq(k, b) == pytest.approx(
+        multi_participation_sensitivity_sq(f.encoder, k, b), rel=1e-12
+    )
+    with pytest.raises(ValueError, match="participations"):
+        f.multi_participation_sensitivity_sq(0, b, schema="fixed_epoch")

@@ -13,7 +13,11 @@ documented relation (docs/privacy.md, "Empirical privacy audit"):
 * ``dp_ftrl`` / ``dp_sgd_stream`` (zero-out, rows in the given order): D is all zeros,
   D' has a canary first, so only the first released gradient moves (by the clip G, the
   largest column of the encoder for the Toeplitz correlations); the score whitens the
-  recovered noisy gradients with the correlation's encoder.
+  recovered noisy gradients with the correlation's encoder. With ``epochs=E`` the canary
+  (row 0) is in steps 0, N, ..., (E-1)N, the worst fixed-epoch pattern of a non-negative
+  Toeplitz encoder; its response is far beyond the clip so that each of its E gradients
+  is exactly G e1 whatever the noisy iterate, and the whitening weights sum over the E
+  steps.
 * ``dp_2s_gd`` (replace-one, T = 1): the first-stage release moves by 2 clip_theta / n;
   the budget is almost all on stage 1 so the claim is tight.
 * ``dp_ambssgd_fixedclip`` (replace-one, one block, rows in order): one noisy step whose
@@ -104,25 +108,31 @@ def _dp_gd_scores(claim: ZCDP, clip_dropped: bool = False) -> Callable[..., np.n
 # ------------------------------------------------------------------------------ FTRL
 
 _FTRL_N, _FTRL_CLIP, _FTRL_ETA, _FTRL_NU = 8, 0.5, 0.1, 0.2
+_FTRL_EPOCHS = 3
+_FTRL_FAR = 1e3  # |y| of a multi-epoch canary: x(x'theta - y) stays clipped for |theta| < 999
 
 
 def _ftrl_scores(name: str, claim: ZCDP, hyper: dict[str, Any]) -> Callable[..., np.ndarray]:
     from dpreg.estimators.ftrl_correlations import independent, nu_ftrl
 
     corr = nu_ftrl(_FTRL_NU) if hyper.get("correlation") == "nu_ftrl" else independent()
-    coeffs = np.asarray(corr.coefficients(_FTRL_N), dtype=np.float64)
+    epochs = int(hyper.get("epochs", 1))
+    T = epochs * _FTRL_N
+    coeffs = np.asarray(corr.coefficients(T), dtype=np.float64)
     # noise_t = sum_tau beta_tau w_{t-tau}: B is lower-triangular Toeplitz in beta
-    B = np.zeros((_FTRL_N, _FTRL_N))
+    B = np.zeros((T, T))
     for lag, b in enumerate(coeffs):
-        B += np.diag(np.full(_FTRL_N - lag, b), -lag)
+        B += np.diag(np.full(T - lag, b), -lag)
     C = np.linalg.inv(B)  # the encoder: C (noisy gradients) = C G + sigma z
-    weights = C.T @ C[:, 0]  # optimal linear statistic for a shift in step 0 only
+    # optimal linear statistic for a shift in the canary's steps 0, N, ..., (E-1) N
+    weights = C.T @ C[:, np.arange(epochs) * _FTRL_N].sum(axis=1)
 
     def scores(trials: int, rng: np.random.Generator, side: int) -> np.ndarray:
         X = np.zeros((_FTRL_N, 2))
         y = np.zeros(_FTRL_N)
         if side:
-            X[0], y[0] = (1.0, 0.0), -1.0  # gradient x(x'0 - y) = +e1, clipped to G e1
+            # gradient x(x'theta - y) along +e1, clipped to G e1 (at theta = 0 for one pass)
+            X[0], y[0] = (1.0, 0.0), -1.0 if epochs == 1 else -_FTRL_FAR
         fit = _estimator(name)(
             X, y, budget=claim, rng=rng, trials=trials, eta=_FTRL_ETA, clip=_FTRL_CLIP,
             shuffle=False, return_path=True, **hyper,
@@ -292,6 +302,34 @@ def cases(*, epsilon: float = 1.0, delta: float = 1e-5) -> list[AuditCase]:
             True,
             f"DP-SGD stream, T={_FTRL_N} in row order: D all zeros, D' a clipped canary"
             " in step 0; score: the recovered first gradient",
+        ),
+        AuditCase(
+            "dp_ftrl",
+            "row-in-every-epoch",
+            "zero_out",
+            tight,
+            delta,
+            _ftrl_scores(
+                "dp_ftrl",
+                tight,
+                {"correlation": "nu_ftrl", "nu": _FTRL_NU, "epochs": _FTRL_EPOCHS},
+            ),
+            True,
+            f"nu-DP-FTRL, {_FTRL_EPOCHS} epochs of {_FTRL_N} steps in row order (fixed-epoch"
+            f" schema): D all zeros, D' a clipped canary in steps 0, {_FTRL_N}, ...;"
+            " score: encoder-whitened recovered gradients",
+        ),
+        AuditCase(
+            "dp_sgd_stream",
+            "row-in-every-epoch",
+            "zero_out",
+            tight,
+            delta,
+            _ftrl_scores("dp_sgd_stream", tight, {"epochs": _FTRL_EPOCHS}),
+            True,
+            f"DP-SGD stream, {_FTRL_EPOCHS} epochs of {_FTRL_N} steps in row order: D all"
+            f" zeros, D' a clipped canary in steps 0, {_FTRL_N}, ...; score: the sum of its"
+            " recovered gradients",
         ),
         AuditCase(
             "dp_2s_gd",

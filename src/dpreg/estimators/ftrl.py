@@ -23,9 +23,11 @@ Layers:
   :math:`y_t = \langle\theta^\star, x_t\rangle + \xi_t`), vectorised over seeds, in the
   eigenbasis of :math:`H`; returns the empirical asymptotic suboptimality (Fig. 2);
 * :func:`fit_dp_ftrl` -- DP-FTRL (clipped) or Noisy-FTRL (``clip=inf``) for least
-  squares on a dataset: one shuffled pass (each example used once, Theorem 1.1),
-  vectorised over trials (registry ``"dp_ftrl"``; ``"dp_sgd_stream"`` is the same
-  with independent noise).
+  squares on a dataset: one shuffled pass (each example used once, Theorem 1.1) or
+  ``epochs`` passes in one fixed order (each example used once per epoch, with the
+  multi-participation sensitivity of :func:`multi_epoch_sensitivity_sq`), vectorised over
+  trials (registry ``"dp_ftrl"``; ``"dp_sgd_stream"`` is the same with independent
+  noise).
 
 Correlations are :class:`~dpreg.estimators.ftrl_correlations.ToeplitzCorrelation`
 objects (:mod:`dpreg.estimators.ftrl_correlations`); noise multipliers come from
@@ -64,16 +66,19 @@ from dpreg.privacy.correlated import (
     ftrl_epsilon,
     ftrl_noise_multiplier,
     ftrl_zcdp,
+    multi_participation_sensitivity_sq,
 )
 from dpreg.results import Fit
 
 __all__ = [
     "DIRECT_TAPS",
+    "MAX_STEPS",
     "SENSITIVITIES",
     "StreamingResult",
     "correlated_noise",
     "fit_dp_ftrl",
     "fit_dp_sgd_stream",
+    "multi_epoch_sensitivity_sq",
     "simulate_streaming_regression",
 ]
 
@@ -83,6 +88,13 @@ SENSITIVITIES: tuple[str, ...] = ("finite", "infinite")
 _FFT_BLOCK_BYTES = 64 * 2**20
 DIRECT_TAPS = 8
 """Up to this many leading taps the convolution is summed directly instead of by FFT."""
+MAX_STEPS = 1_000_000
+r"""Most steps :math:`T = E\lfloor n/b\rfloor` one :func:`fit_dp_ftrl` call takes.
+
+The steps are a Python loop (vectorised over trials, about 10-50 µs each), so a larger
+``epochs * (n // batch_size)`` is refused before any work instead of running for minutes.
+"""
+_BRUTE_FORCE_STEPS = 2048
 _DEFAULT_NOISE_BYTES = 1024 * 2**20
 _INPUT_BLOCK = 2048
 
@@ -353,6 +365,101 @@ def _resolve_correlation(
     return correlation_from_name(correlation, nu=nu, eta=eta)
 
 
+def _check_epochs(epochs: object) -> int:
+    if isinstance(epochs, bool) or not isinstance(epochs, int | np.integer) or epochs < 1:
+        raise ValueError(f"epochs must be an integer >= 1 (passes over the rows); got {epochs!r}")
+    return int(epochs)
+
+
+def multi_epoch_sensitivity_sq(
+    correlation: ToeplitzCorrelation | _Factorization, steps_per_epoch: int, epochs: int
+) -> float:
+    r"""Squared sensitivity :math:`\gamma^2` of ``epochs`` passes in one fixed order.
+
+    A row in batch :math:`i` of the first epoch is in batch :math:`i + jS` of epoch
+    :math:`j` (:math:`S` = ``steps_per_epoch``): the ``"fixed_epoch"`` participation
+    pattern :math:`\{i, i+S, \dots, i+(E-1)S\}` of
+    :func:`~dpreg.privacy.correlated.participation_patterns` with :math:`k = E` and
+    separation :math:`S`, over the horizon :math:`T = ES`. The worst case over
+    :math:`i` and over the (clipped, any direction) gradient changes is
+    :func:`~dpreg.privacy.correlated.multi_participation_sensitivity_sq` of the encoder
+    (docs/notes/choquettechoo2023.md §2.5 item 3; not in Choquette-Choo et al. 2023,
+    whose Theorem 1.1 covers one participation):
+
+    * a :class:`~dpreg.estimators.ftrl_correlations.ToeplitzCorrelation` whose encoder
+      :math:`c = \beta^{-1}` is non-negative (SGD, ν-FTRL, Optimal CC, optimal mean
+      estimation, anti-PGD with or without damping): the pattern from step 0 is the
+      worst, :math:`\gamma^2 = \sum_{t<T}(\sum_{j<E,\ jS\le t} c_{t-jS})^2` (the
+      squared norm of the sum of the encoder columns :math:`0, S, \dots`), in
+      :math:`O(ET)` time and :math:`O(T)` memory -- no :math:`T\times T` matrix;
+    * a Toeplitz encoder with negative entries: brute force over the :math:`S`
+      patterns with the explicit encoder, for :math:`T \le 2048` only;
+    * a :class:`~dpreg.estimators.ftrl_factorizations.MatrixFactorization` or
+      :class:`~dpreg.estimators.ftrl_factorizations.FFTFactorization` built for
+      :math:`T`: its ``multi_participation_sensitivity_sq(E, S, schema="fixed_epoch")``.
+
+    ``epochs = 1`` is the single-participation :math:`\gamma_T^2` (Theorem 1.1).
+
+    Parameters
+    ----------
+    correlation : ToeplitzCorrelation, MatrixFactorization or FFTFactorization
+    steps_per_epoch : int
+        :math:`S = \lfloor n / \text{batch size}\rfloor`, the separation of a row's
+        participations.
+    epochs : int
+        :math:`E`, the participations of each row.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        For a factorization whose horizon is not :math:`ES`, or a Toeplitz encoder with
+        negative entries beyond the brute-force horizon.
+
+    Examples
+    --------
+    >>> from dpreg.estimators.ftrl_correlations import independent, nu_ftrl
+    >>> multi_epoch_sensitivity_sq(independent(), 100, 3)  # DP-SGD: k participations
+    3.0
+    >>> single = nu_ftrl(0.05).sensitivity_sq(300)
+    >>> single < multi_epoch_sensitivity_sq(nu_ftrl(0.05), 100, 3) < 9 * single
+    True
+    """
+    b = check_trials(steps_per_epoch, name="steps_per_epoch")
+    epochs = _check_epochs(epochs)
+    T = epochs * b
+    if isinstance(correlation, _Factorization):
+        if correlation.T != T:
+            raise ValueError(
+                f"the factorization has horizon T={correlation.T} but epochs={epochs} passes"
+                f" of {b} steps take {T} steps; build it for T={T}"
+            )
+        if epochs == 1:
+            return float(correlation.sensitivity_sq)
+        return float(
+            correlation.multi_participation_sensitivity_sq(epochs, b, schema="fixed_epoch")
+        )
+    if not isinstance(correlation, ToeplitzCorrelation):
+        raise TypeError(
+            "correlation must be a ToeplitzCorrelation, MatrixFactorization or"
+            f" FFTFactorization; got {correlation!r}"
+        )
+    if epochs == 1:
+        return correlation.sensitivity_sq(T)
+    c = correlation.encoder(T)
+    if np.any(c < 0) and T > _BRUTE_FORCE_STEPS:
+        raise ValueError(
+            f"epochs={epochs}: the encoder of {correlation.label()} has negative entries, so"
+            f" its multi-epoch sensitivity needs the brute force over participation patterns,"
+            f" limited to T <= {_BRUTE_FORCE_STEPS} steps (here T = {T}); use fewer epochs,"
+            " a larger batch_size or a correlation with a non-negative encoder"
+        )
+    return multi_participation_sensitivity_sq(c, epochs, b, schema="fixed_epoch")
+
+
 def fit_dp_ftrl(
     X: np.ndarray,
     y: np.ndarray,
@@ -376,12 +483,14 @@ def fit_dp_ftrl(
     shuffle: bool = True,
     bound_X: float | None = None,
     bound_y: float | None = None,
+    epochs: int = 1,
 ) -> Fit:
-    r"""DP-FTRL (Algorithm 1) for least squares on a dataset: one shuffled pass.
+    r"""DP-FTRL (Algorithm 1) for least squares on a dataset: one or several passes.
 
     Each trial shuffles the rows (its own permutation), then takes
-    :math:`T = \lfloor n / b\rfloor` steps with batches of ``batch_size`` rows, each row
-    used once (single participation, as Theorem 1.1 requires):
+    :math:`T = E\lfloor n / b\rfloor` steps with batches of ``batch_size`` rows: ``epochs``
+    :math:`= E` passes over the rows in that one order, each row used once per pass
+    (:math:`E = 1`, the default: single participation, as Theorem 1.1 requires):
 
     .. math::
 
@@ -399,6 +508,16 @@ def fit_dp_ftrl(
     most :math:`G`), so :math:`\sigma_{dp} = \gamma_T/\sqrt{2\rho}` gives
     :math:`\rho`-zCDP (Theorem 1.1). ``clip=inf`` is Noisy-FTRL: not private,
     ``budget_spent=None``.
+
+    Several epochs (not in the paper; docs/notes/choquettechoo2023.md §2.5 item 3): the
+    order is drawn once, before the first epoch, and kept, so the row in batch :math:`i`
+    of epoch 0 is in batches :math:`i + j\lfloor n/b\rfloor`, :math:`j < E`: the
+    ``"fixed_epoch"`` participation schema with :math:`k = E` participations
+    :math:`\lfloor n/b\rfloor` steps apart, whose worst case over the rows' positions and
+    gradient directions replaces :math:`\gamma_T^2`
+    (:func:`multi_epoch_sensitivity_sq`). The rows are *not* reshuffled between epochs:
+    with a fresh order a row could sit in the last batch of one epoch and the first of
+    the next (participations one step apart), which this sensitivity does not cover.
 
     Parameters
     ----------
@@ -419,21 +538,24 @@ def fit_dp_ftrl(
         ``"optimal_mean_estimation"`` (uses ``eta``), a Toeplitz object, or any
         :class:`~dpreg.estimators.ftrl_factorizations.MatrixFactorization` or
         :class:`~dpreg.estimators.ftrl_factorizations.FFTFactorization` built for
-        :math:`T = \lfloor n/b\rfloor` (tree aggregation, Full Honaker, FFT, the
-        optimal factorization of Table 3; noise :math:`Bz`, sensitivity its largest
-        encoder column norm).
+        :math:`T = E\lfloor n/b\rfloor` (tree aggregation, Full Honaker, FFT, the
+        optimal factorization of Table 3, the multi-participation ME of
+        :func:`~dpreg.estimators.ftrl_factorizations.optimal_multi_participation_factorization`
+        with ``schema="fixed_epoch"``; noise :math:`Bz`, sensitivity its largest encoder
+        column norm, or its fixed-epoch multi-participation sensitivity for :math:`E > 1`).
     nu : float, optional
         Damping of ν-FTRL / damped anti-PGD; theory uses :math:`\nu = \eta\mu`
         (not estimable privately, so it is a required public input).
     batch_size : int
-        Rows per step :math:`b`; :math:`T = \lfloor n/b\rfloor`.
+        Rows per step :math:`b`; :math:`\lfloor n/b\rfloor` steps per epoch (the last
+        :math:`n \bmod b` rows of the order are not used).
     ridge : float
         :math:`\lambda \ge 0` of :math:`r(\theta) = \frac\lambda2\|\theta\|^2`.
     theta0 : array_like, shape (d,), optional
         Initial iterate (default 0).
     sensitivity : {"finite", "infinite"}
         :math:`\gamma_T` (default, exact for this horizon) or :math:`\gamma_\infty`
-        (anytime; conservative).
+        (anytime; conservative; single participation only, so ``epochs=1``).
     method, conversion : str
         Calibration of an :class:`ApproxDP` budget, see
         :func:`dpreg.privacy.correlated.ftrl_noise_multiplier`.
@@ -445,15 +567,20 @@ def fit_dp_ftrl(
     return_path : bool
         Keep every iterate in ``Fit.path`` (trials, T, d).
     shuffle : bool, default True
-        Shuffle the rows per trial (``False``: the rows' own order, e.g. a stream in
-        arrival order). The guarantee does not rely on the shuffle (the sensitivity is
-        the worst case over positions), so both are covered by ``budget_spent``; the
-        audit uses ``False`` to place a canary at the worst position.
+        Shuffle the rows per trial, once, before the first epoch (``False``: the rows'
+        own order, e.g. a stream in arrival order). Every epoch uses the same order. The
+        guarantee does not rely on the shuffle (the sensitivity is the worst case over
+        positions), so both are covered by ``budget_spent``; the audit uses ``False`` to
+        place a canary at the worst position.
     bound_X, bound_y : float or None, default None
         Public data bounds (``max ||x_i|| <= bound_X``, ``max |y_i| <= bound_y``),
         accepted like every other estimator's and checked against the data (never
         clipped); the mechanism is set by ``clip``, so they change nothing else.
         ``None``: no bound declared.
+    epochs : int, default 1
+        Passes :math:`E \ge 1` over the rows (a public input), each row participating
+        :math:`E` times, :math:`\lfloor n/b\rfloor` steps apart. At most
+        :data:`MAX_STEPS` steps in all.
 
     Returns
     -------
@@ -462,9 +589,18 @@ def fit_dp_ftrl(
         ``None`` without clipping), computed from the noise multiplier actually used and
         the correlation's sensitivity (:func:`~dpreg.privacy.correlated.ftrl_zcdp`,
         :func:`~dpreg.privacy.correlated.ftrl_epsilon`), so it is at most the request;
-        diagnostics ``noise_multiplier``,
-        ``sensitivity_sq``, ``steps``, ``correlation``, ``nu``,
-        ``clip_fraction`` (trials,), ``rho_certified``.
+        diagnostics ``noise_multiplier``, ``sensitivity_sq`` (:math:`\gamma^2` of the
+        participation schema), ``steps`` (:math:`T`), ``epochs``, ``participations``
+        (:math:`k = E`), ``separation`` (:math:`\lfloor n/b\rfloor`),
+        ``participation_schema`` (``"fixed_epoch"``), ``correlation``, ``nu``,
+        ``rho_certified``; non-private ``clip_fraction`` (trials,) over all
+        :math:`Tb` row-steps.
+
+    Raises
+    ------
+    ValueError
+        For bad input, named before any work: e.g. ``epochs`` not an integer >= 1, or
+        :math:`T > ` :data:`MAX_STEPS`.
 
     Examples
     --------
@@ -476,34 +612,55 @@ def fit_dp_ftrl(
     >>> fit = fit_dp_ftrl(X, y, budget=ZCDP(1.0), rng=rng, trials=2, eta=0.1, clip=1.0, nu=0.1)
     >>> fit.theta.shape
     (2, 3)
+    >>> three = fit_dp_ftrl(X, y, budget=ZCDP(1.0), rng=rng, eta=0.1, clip=1.0, nu=0.1, epochs=3)
+    >>> three.diagnostics["steps"], three.diagnostics["participations"]
+    (1500, 3)
     """
     X, y = check_regression(X, y, require_full_rank=False)
     check_optional_bounds(X, y, bound_X, bound_y)
     n, d = X.shape
-    trials = check_trials(trials, bytes_per_trial=8 * (2 * n * d + n))  # noise, order, path
+    epochs = _check_epochs(epochs)
+    batch_size = check_trials(batch_size, name="batch_size") if batch_size is not None else 1
+    if batch_size > n:
+        raise ValueError(f"batch_size={batch_size} exceeds the number of rows n={n}")
+    steps_per_epoch = n // batch_size
+    T = epochs * steps_per_epoch
+    if T > MAX_STEPS:
+        raise ValueError(
+            f"epochs={epochs} passes of n // batch_size = {steps_per_epoch} steps make"
+            f" T = {T} steps, more than MAX_STEPS = {MAX_STEPS}; use fewer epochs or a"
+            " larger batch_size"
+        )
+    # noise, path (T d each), order (n)
+    trials = check_trials(trials, bytes_per_trial=8 * (2 * epochs * n * d + n))
     check_rng(rng)
     eta = check_positive(eta, "eta")
     clip = check_positive(clip, "clip", allow_inf=True)
     corr = _resolve_correlation(correlation, nu, eta)
-    batch_size = check_trials(batch_size, name="batch_size") if batch_size is not None else 1
-    if batch_size > n:
-        raise ValueError(f"batch_size={batch_size} exceeds the number of rows n={n}")
     if not (ridge >= 0) or math.isinf(ridge):
         raise ValueError(f"ridge must be a finite number >= 0; got {ridge!r}")
     check_choice(sensitivity, "sensitivity", SENSITIVITIES)
     check_choice(method, "method", CALIBRATIONS)
     check_choice(conversion, "conversion", CONVERSIONS)
     check_choice(neighbours, "neighbours", NEIGHBOURS)
-    T = n // batch_size
+    if not isinstance(shuffle, bool | np.bool_):
+        raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
+    if epochs > 1 and sensitivity != "finite":
+        raise ValueError(
+            f"epochs={epochs}: sensitivity='infinite' (gamma_inf) is a single-participation"
+            " guarantee; several epochs are calibrated with sensitivity='finite'"
+        )
     if isinstance(corr, _Factorization):
         if corr.T != T:
             raise ValueError(
-                f"the factorization has horizon T={corr.T} but the pass has"
-                f" n // batch_size = {T} steps; build it for T={T}"
+                f"the factorization has horizon T={corr.T} but epochs={epochs} passes of"
+                f" n // batch_size = {steps_per_epoch} steps take {T}; build it for T={T}"
             )
         if sensitivity != "finite":
             raise ValueError("a matrix factorization has a finite horizon: sensitivity='finite'")
-        gamma_sq = corr.sensitivity_sq
+        gamma_sq = multi_epoch_sensitivity_sq(corr, steps_per_epoch, epochs)
+    elif epochs > 1:
+        gamma_sq = multi_epoch_sensitivity_sq(corr, steps_per_epoch, epochs)
     else:
         gamma_sq = corr.sensitivity_sq(T) if sensitivity == "finite" else corr.gamma_inf_sq
     if math.isinf(gamma_sq):
@@ -540,17 +697,17 @@ def fit_dp_ftrl(
         del w
     else:
         noise = None
-    if not isinstance(shuffle, bool | np.bool_):
-        raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
+    # one order for every epoch (drawn once): the fixed-epoch schema of the sensitivity
+    used = steps_per_epoch * batch_size
     if shuffle:
-        order = np.argsort(rng.random((trials, n)), axis=1)[:, : T * batch_size]
+        order = np.argsort(rng.random((trials, n)), axis=1)[:, :used]
     else:
-        order = np.broadcast_to(np.arange(T * batch_size), (trials, T * batch_size))
-    order = order.reshape(trials, T, batch_size)
+        order = np.broadcast_to(np.arange(used), (trials, used))
+    order = order.reshape(trials, steps_per_epoch, batch_size)
     path = np.empty((trials, T, d)) if return_path else None
     clipped = np.zeros(trials)
     for t in range(T):
-        idx = order[:, t, :]
+        idx = order[:, t % steps_per_epoch, :]
         Xb = X[idx]  # (trials, b, d)
         resid = np.einsum("tbd,td->tb", Xb, theta) - y[idx]
         if not math.isinf(clip):
@@ -593,6 +750,10 @@ def fit_dp_ftrl(
         "sensitivity_sq": gamma_sq,
         "sensitivity": sensitivity,
         "steps": T,
+        "epochs": epochs,
+        "participations": epochs,
+        "separation": steps_per_epoch,
+        "participation_schema": "fixed_epoch",
         "batch_size": batch_size,
         "correlation": corr.name,
         "nu": getattr(corr, "nu", math.nan),
@@ -617,7 +778,11 @@ def fit_dp_sgd_stream(
     trials: int = 1,
     **hyper: Any,
 ) -> Fit:
-    """DP-SGD, one shuffled pass: :func:`fit_dp_ftrl` with independent noise (B = I).
+    r"""DP-SGD on a dataset (one pass or ``epochs``): :func:`fit_dp_ftrl` with B = I.
+
+    Every keyword of :func:`fit_dp_ftrl` but ``correlation`` is forwarded, ``epochs``
+    included: :math:`E` passes in one fixed order have sensitivity :math:`\sqrt E`
+    (each row's :math:`E` clipped gradients, independent noise).
 
     Examples
     --------

@@ -48,6 +48,7 @@ from dpreg.estimators.ftrl_correlations import (
 from dpreg.privacy.correlated import (
     multi_participation_sensitivity_sq,
     participation_patterns,
+    pattern_sensitivity_sq,
 )
 
 __all__ = [
@@ -413,6 +414,30 @@ class FFTFactorization(_MultiParticipation):
     def total_error(self) -> float:
         r""":math:`\gamma^2\|AB\|_F^2 = T\gamma^4`."""
         return self.sensitivity_sq * self.prefix_error
+
+    def multi_participation_sensitivity_sq(
+        self, k: int, b: int, *, schema: str = "min_sep"
+    ) -> float:
+        r"""Squared sensitivity for ``k`` participations ``b`` apart.
+
+        ``"fixed_epoch"`` without the explicit encoder: the Gram matrix
+        :math:`C^\top C = (R^\top R)_{[:T,:T]}` is circulant,
+        :math:`(C^\top C)_{ij} = a_{(i-j) \bmod N}` with :math:`a` the circular
+        autocorrelation of :math:`r`, :math:`a = \mathrm{IDFT}(|\lambda|)` (one FFT of
+        length :math:`N`). The pattern :math:`\{i + jb\}` has the Gram block
+        :math:`(a_{(j-j')b \bmod N})_{jj'}` whatever :math:`i`, so the longest pattern
+        (from step 0) is the worst, evaluated exactly by
+        :func:`~dpreg.privacy.correlated.pattern_sensitivity_sq`: :math:`O(N\log N)`,
+        no :math:`N\times T` matrix. ``"min_sep"``: the brute force over all patterns
+        with the explicit encoder (small ``T``).
+        """
+        if schema != "fixed_epoch":
+            return super().multi_participation_sensitivity_sq(k, b, schema=schema)
+        steps = np.asarray(participation_patterns(self.T, k, b, schema=schema)[0])
+        N = int(self.n_fft)
+        auto = np.fft.ifft(np.abs(self._spectrum) ** 2).real
+        block = auto[(steps[:, None] - steps[None, :]) % N]
+        return pattern_sensitivity_sq(block)
 
     def noise(self, rng: np.random.Generator, columns: int) -> np.ndarray:
         r"""Unit-variance gradient noise :math:`Bz` for ``columns`` coordinates, (T, columns).
