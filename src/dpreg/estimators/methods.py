@@ -138,9 +138,13 @@ def stable_step(public: PublicInputs) -> float:
     return min(1.0, public.d / 4.0) / public.bound_X**2
 
 
-def stream_batch_size(public: PublicInputs) -> int:
-    """Rows per step of the single-pass methods: ``ceil(n / MAX_STREAM_STEPS)``."""
-    return max(1, math.ceil(public.n / MAX_STREAM_STEPS))
+#: Epochs of the multi-epoch streaming methods (``*_epochs``).
+STREAM_EPOCHS = 5
+
+
+def stream_batch_size(public: PublicInputs, epochs: int = 1) -> int:
+    """Rows per step of the streaming methods: ``ceil(epochs n / MAX_STREAM_STEPS)``."""
+    return max(1, math.ceil(epochs * public.n / MAX_STREAM_STEPS))
 
 
 # ------------------------------------------------------------------------------ rules
@@ -241,8 +245,8 @@ def _dp_ambssgd_applies(public: PublicInputs) -> str | None:
     return None
 
 
-def stream_step(public: PublicInputs) -> float:
-    r"""Step of the single-pass methods, :math:`\min\{\eta_{\rm stable}, b/(B^2\sigma\sqrt T)\}`.
+def stream_step(public: PublicInputs, epochs: int = 1) -> float:
+    r"""Step of the streaming methods, :math:`\min\{\eta_{\rm stable}, b/(B^2\sigma\sqrt T)\}`.
 
     :math:`T` steps of independent noise of standard deviation :math:`\eta\sigma G/b`
     per coordinate (:math:`G = BC` the clip, :math:`\sigma = 1/\sqrt{2\rho}` the
@@ -250,34 +254,53 @@ def stream_step(public: PublicInputs) -> float:
     :math:`\eta\sigma G\sqrt T/b` when the loss is flat; the cap keeps that below
     :math:`C/B`, the scale of a coefficient vector that fits :math:`|y| \le C` with
     :math:`\|x\| \le B`. Both DP-SGD and :math:`\nu`-DP-FTRL take this step, so
-    they differ only in the noise's correlation.
+    they differ only in the noise's correlation. Over ``epochs`` passes (each row in
+    ``epochs`` steps) :math:`T` counts every step and :math:`\sigma` is independent
+    noise's multiplier for ``epochs`` participations, :math:`\sqrt{\text{epochs}/(2\rho)}`.
     """
-    b = stream_batch_size(public)
-    T = public.n // b
-    sigma = 1.0 / math.sqrt(2.0 * public.rho)
+    b = stream_batch_size(public, epochs)
+    T = epochs * (public.n // b)
+    sigma = math.sqrt(epochs / (2.0 * public.rho))
     return min(stable_step(public), b / (public.bound_X**2 * sigma * math.sqrt(T)))
 
 
-def _nu_ftrl(public: PublicInputs) -> dict[str, Any]:
+def _nu_ftrl(public: PublicInputs, epochs: int = 1) -> dict[str, Any]:
     # Choquette-Choo et al. (2023): nu = eta * mu; mu is not public, so the mean
     # eigenvalue bound B^2 / d (exact for an isotropic design at the bound) stands in.
-    eta = stream_step(public)
-    return {
+    eta = stream_step(public, epochs)
+    hyper = {
         "eta": eta,
         "clip": public.gradient_bound,
         "nu": min(0.5, eta * public.bound_X**2 / public.d),
-        "batch_size": stream_batch_size(public),
+        "batch_size": stream_batch_size(public, epochs),
         "neighbours": "zero_out",
     }
+    return hyper if epochs == 1 else {**hyper, "epochs": epochs}
 
 
-def _sgd_stream(public: PublicInputs) -> dict[str, Any]:
-    return {
-        "eta": stream_step(public),
+def _sgd_stream(public: PublicInputs, epochs: int = 1) -> dict[str, Any]:
+    hyper = {
+        "eta": stream_step(public, epochs),
         "clip": public.gradient_bound,
-        "batch_size": stream_batch_size(public),
+        "batch_size": stream_batch_size(public, epochs),
         "neighbours": "zero_out",
     }
+    return hyper if epochs == 1 else {**hyper, "epochs": epochs}
+
+
+def _nu_ftrl_epochs(public: PublicInputs) -> dict[str, Any]:
+    return _nu_ftrl(public, STREAM_EPOCHS)
+
+
+def _sgd_stream_epochs(public: PublicInputs) -> dict[str, Any]:
+    return _sgd_stream(public, STREAM_EPOCHS)
+
+
+def _epochs_apply(public: PublicInputs) -> str | None:
+    b = stream_batch_size(public, STREAM_EPOCHS)
+    if public.n // b < 2:
+        return f"fewer than 2 batches per epoch at n = {public.n}"
+    return None
 
 
 # ------------------------------------------------------------------------------ table
@@ -389,6 +412,24 @@ METHODS: Mapping[str, Method] = MappingProxyType(
                 "choquettechoo2023",
                 _sgd_stream,
                 "DP-SGD (independent noise), one pass of <= 1000 steps, noise-capped step",
+            ),
+            Method(
+                "nu_dp_ftrl_epochs",
+                "dp_ftrl",
+                "choquettechoo2023",
+                _nu_ftrl_epochs,
+                f"nu-DP-FTRL, {STREAM_EPOCHS} epochs (fixed-epoch multi-participation"
+                " sensitivity), <= 1000 steps, noise-capped step",
+                applies=_epochs_apply,
+            ),
+            Method(
+                "dp_sgd_stream_epochs",
+                "dp_sgd_stream",
+                "choquettechoo2023",
+                _sgd_stream_epochs,
+                f"DP-SGD (independent noise), {STREAM_EPOCHS} epochs, <= 1000 steps,"
+                " noise-capped step",
+                applies=_epochs_apply,
             ),
             Method(
                 "diffprivlib",
