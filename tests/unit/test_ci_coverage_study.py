@@ -75,6 +75,15 @@ def test_rows_are_deterministic_and_independent_of_chunking(estimator):
     assert not np.array_equal(whole["length"], other["length"])
 
 
+def test_the_study_computes_unchecked_cells_without_warnings():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kind.run_ci_coverage({**CELL, "estimator": "adassp"}, trials=1, first_trial=0, seed=1,
+                             data=None)  # fmt: skip
+
+
 def test_summary_statistics():
     runs = pd.DataFrame(
         {
