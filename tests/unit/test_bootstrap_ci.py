@@ -34,6 +34,10 @@ from dpreg.results import Fit
 
 EPS, DELTA = 1.0, 1e-6
 
+# Most calls here are outside the checked regime on purpose (small n); the tests of the
+# warning itself use pytest.warns / an "error" filter, which override this.
+pytestmark = pytest.mark.filterwarnings("ignore::dpreg.inference.bootstrap.UncheckedRegimeWarning")
+
 
 def _data(seed: int = 0, n: int = 2000, d: int = 3, noise: float = 0.1):
     """Rows uniform in a cube inside the unit ball, |x'theta| <= 0.5, y = x'theta + e.
