@@ -452,3 +452,74 @@ def test_rho_zcdp_diagnostic_equals_independent_gaussian_zcdp():
         + (2.0 * 1.5) ** 2 / (2 * diag["sigma_xty"] ** 2)
     )
     assert math.isclose(diag["rho_zcdp"], expected, rel_tol=1e-12)
+
+
+# ------------------------------------------------------------- optional y'y release
+
+
+def test_noisy_gram_and_moments_are_released_as_drawn():
+    # xtx_noisy / xty_noisy are the releases theta is computed from (line 7).
+    X, y = _data(3, n=400, d=3)
+    fit = fit_adassp(X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), trials=5,
+                     bound_X=1.0, bound_y=1.0)  # fmt: skip
+    D = fit.diagnostics
+    A = D["xtx_noisy"] + D["ridge"][:, None, None] * np.eye(3)
+    np.testing.assert_allclose(
+        np.linalg.solve(A, D["xty_noisy"][..., None])[..., 0], fit.theta, rtol=1e-9
+    )
+    assert np.allclose(D["xtx_noisy"], D["xtx_noisy"].transpose(0, 2, 1))
+    assert "yty_noisy" not in D
+
+
+@pytest.mark.parametrize("share", [0.1, 0.5])
+def test_yty_share_splits_the_budget_and_composes_four_releases(share):
+    from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
+
+    eps, delta = 1.0, 1e-6
+    X, y = _data(4, n=500, d=3, bound_y=0.8)
+    fit = fit_adassp(X, y, budget=ApproxDP(eps, delta), rng=np.random.default_rng(1), trials=3,
+                     bound_X=1.0, bound_y=0.8, yty_share=share)  # fmt: skip
+    D = fit.diagnostics
+    three = adassp_noise_scales(ApproxDP((1 - share) * eps, 0.75 * delta), 1.0, 0.8)
+    assert (D["sigma_lambda_min"], D["sigma_xtx"], D["sigma_xty"]) == pytest.approx(three)
+    sigma3 = analytic_gaussian_sigma(share * eps, delta / 4, 0.8**2)
+    assert D["sigma_yty"] == pytest.approx(sigma3, rel=1e-12)
+    # independent recomputation of the composition: four exact epsilons at delta / 4
+    spent = sum(
+        gaussian_epsilon(s, delta / 4, c)
+        for s, c in zip((*three, sigma3), (1.0, 1.0, 0.8, 0.64), strict=True)
+    )
+    assert fit.budget_spent.epsilon == pytest.approx(spent, rel=1e-9)
+    assert fit.budget_spent.epsilon <= eps * (1 + 1e-9)
+    assert D["sensitivities"]["yty"] == pytest.approx(0.64)
+
+
+def test_yty_share_leaves_the_other_noise_draws_unchanged():
+    # The y'y noise is drawn last: the three releases equal those of plain AdaSSP at the
+    # reduced budget with the same seed.
+    X, y = _data(5, n=300, d=2)
+    kw = dict(trials=4, bound_X=1.0, bound_y=1.0)
+    with_yty = fit_adassp(
+        X, y, budget=ApproxDP(2.0, 1e-6), rng=np.random.default_rng(7), yty_share=0.25, **kw
+    )
+    plain = fit_adassp(X, y, budget=ApproxDP(1.5, 0.75e-6), rng=np.random.default_rng(7), **kw)
+    np.testing.assert_array_equal(with_yty.diagnostics["xtx_noisy"], plain.diagnostics["xtx_noisy"])
+    np.testing.assert_array_equal(with_yty.diagnostics["xty_noisy"], plain.diagnostics["xty_noisy"])
+
+
+def test_yty_release_is_centred_on_yty_with_the_reported_sigma():
+    X, y = _data(6, n=300, d=2)
+    m = 4000
+    fit = fit_adassp(X, y, budget=ApproxDP(0.5, 1e-6), rng=np.random.default_rng(2), trials=m,
+                     bound_X=1.0, bound_y=1.0, yty_share=0.2)  # fmt: skip
+    noise = (fit.diagnostics["yty_noisy"] - y @ y) / fit.diagnostics["sigma_yty"]
+    assert abs(noise.mean()) < 4.0 / math.sqrt(m)  # 4 SE of a standard normal mean
+    assert abs(noise.var(ddof=1) - 1.0) < _chi2_tolerance(m)
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0, -0.1, "0.1", True])
+def test_bad_yty_share_is_refused_by_name(share):
+    X, y = _data(0, n=50, d=2)
+    with pytest.raises((ValueError, TypeError), match="yty_share"):
+        fit_adassp(X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0),
+                   bound_X=1.0, bound_y=1.0, yty_share=share)  # fmt: skip

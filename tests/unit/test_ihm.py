@@ -307,3 +307,14 @@ def test_bad_inputs_raise_clear_errors():
     for name in ("gamma_method", "variant", "sampler"):
         with pytest.raises(ValueError, match=name):
             fit_ihm(X, y, budget=ok, rng=rng, **{name: "nope"})
+
+
+def test_released_mean_sketch_hessian_is_unbiased_for_the_mixed_gram():
+    # Each (1/k) X_t'X_t is Wishart_d(k, X'X + eta^2 I) / k, so the mean over T and over
+    # trials of H - eta^2 I estimates X'X; entrywise Monte Carlo SE from the draws themselves.
+    X, y = _data(3, n=400, d=3)
+    trials = 2000
+    fit = fit_ihm(X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(4), trials=trials)
+    H = fit.diagnostics["sketch_hessian_mean"] - fit.diagnostics["eta2"][:, None, None] * np.eye(3)
+    se = H.std(axis=0, ddof=1) / math.sqrt(trials)
+    assert np.all(np.abs(H.mean(axis=0) - X.T @ X) < 4.0 * se)

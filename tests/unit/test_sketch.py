@@ -314,3 +314,15 @@ def test_bad_options():
         fit_sheffet_sketch(X, y, **base, calibration="exact")
     with pytest.raises(ValueError, match="at least as many rows"):
         fit_linear_mixing(X[:3], y[:3], **base)
+
+
+@pytest.mark.parametrize("name", ["linear_mixing", "sheffet_sketch"])
+def test_released_sketch_gram_gives_theta(name):
+    # theta is a function of the released Gram of the sketch of [X, y] / s only.
+    X, y = _data(2, n=500, d=3)
+    fit = get_estimator(name)(X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0),
+                              trials=4)  # fmt: skip
+    M = fit.diagnostics["sketch_gram"]
+    assert M.shape == (4, 4, 4)
+    theta = np.linalg.solve(M[:, :3, :3], M[:, :3, 3:])[..., 0]
+    np.testing.assert_allclose(theta, fit.theta, rtol=1e-8, atol=1e-12)

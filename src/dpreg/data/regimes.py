@@ -37,7 +37,15 @@ import numpy as np
 
 from dpreg.data.datasets import Dataset
 
-__all__ = ["COVARIANCES", "LOADERS", "NOISES", "load_regime", "load_regime_split"]
+__all__ = [
+    "COVARIANCES",
+    "LOADERS",
+    "NOISES",
+    "load_regime",
+    "load_regime_split",
+    "regime_bounds",
+    "regime_theta",
+]
 
 COVARIANCES = ("isotropic", "anisotropic")
 NOISES = ("gaussian", "student_t3")
@@ -65,6 +73,32 @@ def _project(
     norms = np.linalg.norm(X, axis=1)
     X = X / np.maximum(norms, 1.0)[:, None]
     return X, np.clip(y / bound_y, -1.0, 1.0)
+
+
+def regime_theta(*, d: int, seed: int) -> np.ndarray:
+    r"""Return the unit coefficient vector :math:`\theta` that :func:`load_regime_split` draws.
+
+    It is the first draw of ``default_rng(seed)`` (a standard normal vector, normalised),
+    in the units of the unbounded model :math:`y = x^\top\theta + \sigma e`. Public for
+    studies that evaluate intervals against the truth of a synthetic design.
+
+    Examples
+    --------
+    >>> float(np.linalg.norm(regime_theta(d=4, seed=0)))
+    1.0
+    """
+    rng = np.random.default_rng(_int(seed, "seed", 0))
+    theta = rng.standard_normal(_int(d, "d", 1))
+    return theta / np.linalg.norm(theta)
+
+
+def regime_bounds(*, d: int, sigma: float) -> tuple[float, float]:
+    r"""Return the public bounds :math:`(C_X, C_Y) = (2\sqrt d, 3\sqrt{1+\sigma^2})` of a design.
+
+    Rows are divided by them (then projected onto the unit ball and :math:`[-1, 1]`).
+    """
+    sigma = _real(sigma, "sigma", 0.0)
+    return 2.0 * math.sqrt(_int(d, "d", 1)), 3.0 * math.sqrt(1.0 + sigma**2)
 
 
 def load_regime_split(
@@ -114,9 +148,9 @@ def load_regime_split(
     kappa = _real(condition_number, "condition_number", 1.0)
     sigma = _real(sigma, "sigma", 0.0)
     seed = _int(seed, "seed", 0)
+    theta = regime_theta(d=d, seed=seed)
     rng = np.random.default_rng(seed)
-    theta = rng.standard_normal(d)
-    theta /= np.linalg.norm(theta)
+    rng.standard_normal(d)  # the draw of theta (regime_theta), so the rows follow it
     scales = np.ones(d)
     rotation = None
     if covariance == "anisotropic":
@@ -132,7 +166,7 @@ def load_regime_split(
     if noise == "student_t3":
         e = rng.standard_t(3, size=m) / math.sqrt(3.0)
     y = X @ theta + sigma * e
-    bound_X, bound_y = 2.0 * math.sqrt(d), 3.0 * math.sqrt(1.0 + sigma**2)
+    bound_X, bound_y = regime_bounds(d=d, sigma=sigma)
     X, y = _project(X, y, bound_X, bound_y)
     design = {
         "step": "regime",

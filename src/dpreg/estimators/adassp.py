@@ -234,16 +234,18 @@ def _solve_batch(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
 def _certified_budget(
     epsilon: float, delta: float, sigmas: tuple[float, ...], sensitivities: tuple[float, ...]
 ) -> ApproxDP:
-    """(epsilon, delta) that the three Gaussian releases actually added certify.
+    """(epsilon, delta) that the Gaussian releases actually added certify.
 
-    Each release with noise sigma_i and sensitivity Delta_i costs its exact epsilon at
-    delta/3 (Balle & Wang 2018, Thm. 8); basic composition adds them. Computed from the
-    noise scales, never echoed from the request, so a wrong scale shows up here.
+    Each of the m releases (three, or four with the ``y'y`` release) with noise sigma_i
+    and sensitivity Delta_i costs its exact epsilon at delta/m (Balle & Wang 2018,
+    Thm. 8); basic composition adds them. Computed from the noise scales, never echoed
+    from the request, so a wrong scale shows up here.
     """
     if math.isinf(epsilon):
         return ApproxDP(math.inf, delta)
+    m = len(sigmas)
     spent = math.fsum(
-        gaussian_epsilon(s, delta / 3.0, c) for s, c in zip(sigmas, sensitivities, strict=True)
+        gaussian_epsilon(s, delta / m, c) for s, c in zip(sigmas, sensitivities, strict=True)
     )
     return ApproxDP(spent, delta)
 
@@ -260,6 +262,7 @@ def fit_adassp(
     failure_prob: float | None = None,
     mechanism: str = "analytic",
     shift: str = "paper",
+    yty_share: float | None = None,
 ) -> Fit:
     r"""AdaSSP, adaptive sufficient-statistics perturbation (Lev et al. 2026, Algorithm 6).
 
@@ -297,12 +300,24 @@ def fit_adassp(
         docs/notes/lev2026.md §8 item 7). The code's shift scales as :math:`C_X^4`, not
         :math:`C_X^2`, so it is only meaningful for data normalised to ``bound_X = 1`` (as
         the authors' are).
+    yty_share : float in (0, 1), optional
+        Also release :math:`y^\top y + \sigma_3 w` (sensitivity :math:`C_Y^2` under
+        zero-out, :math:`w\sim\mathcal N(0,1)`), the statistic a residual variance needs
+        (:func:`dpreg.inference.bootstrap.bootstrap_intervals` with
+        ``target="population"``). The release gets :math:`(s\varepsilon, \delta/4)`
+        with the analytic Gaussian mechanism and the three releases above
+        :math:`((1-s)\varepsilon/3, \delta/4)` each, so the total stays
+        :math:`(\varepsilon, \delta)` by basic composition. Default ``None``: no such
+        release (Algorithm 6; the noise draws are then exactly those of the plain
+        estimator).
 
     Returns
     -------
     Fit
         ``theta`` (trials, d); ``budget_spent = ApproxDP(epsilon, delta)``; diagnostics:
-        ``sigma_lambda_min``, ``sigma_xtx``, ``sigma_xty`` (floats),
+        ``sigma_lambda_min``, ``sigma_xtx``, ``sigma_xty`` (floats), the releases
+        ``xtx_noisy`` (trials, d, d) and ``xty_noisy`` (trials, d) (the noisy
+        :math:`X^\top X` and :math:`X^\top y` before the ridge),
         ``lambda_min_noisy`` and ``ridge`` (trials,) (:math:`\tilde\lambda_{\min}` and
         :math:`\tilde\lambda`), ``min_eigenvalue`` (trials,) of the regularised noisy
         Gram matrix, ``n_indefinite`` (trials where it is not positive definite),
@@ -310,7 +325,8 @@ def fit_adassp(
         numerically singular), ``mechanism``, ``shift``, ``failure_prob``,
         ``lambda_min_shift``, ``ridge_scale``, ``sensitivities``,
         ``budget_per_release`` and ``delta_per_release_exact`` (the exact
-        Gaussian-profile delta of each release at ``epsilon/3``).
+        Gaussian-profile delta of each release at ``epsilon/3``); with ``yty_share``
+        also ``yty_noisy`` (trials,), ``sigma_yty`` and ``yty_share``.
 
     Raises
     ------
@@ -398,15 +414,28 @@ def fit_adassp(
     check_choice(mechanism, "mechanism", MECHANISMS)
     check_choice(shift, "shift", SHIFTS)
     rho = delta / 10.0 if failure_prob is None else check_probability(failure_prob, "failure_prob")
+    if yty_share is not None:
+        yty_share = check_probability(yty_share, "yty_share")
 
     d = X.shape[1]
     sens = adassp_sensitivities(bound_X, bound_y)
-    sigma1, sigma_xtx, sigma2 = adassp_noise_scales(budget, bound_X, bound_y, mechanism)
-    per_release = budget.split(1.0, 1.0, 1.0)[0]
+    # The three releases of Algorithm 6 share `three`; the optional y'y release gets the rest.
+    three = budget if yty_share is None else ApproxDP((1.0 - yty_share) * epsilon, 0.75 * delta)
+    sigma1, sigma_xtx, sigma2 = adassp_noise_scales(three, bound_X, bound_y, mechanism)
+    per_release = three.split(1.0, 1.0, 1.0)[0]
     # sigma / sensitivity is the same for the three releases: one exact delta for all.
     exact_delta = (
-        0.0 if math.isinf(epsilon) else float(gaussian_delta(sigma1, epsilon / 3.0, sens[0]))
+        0.0 if math.isinf(epsilon) else float(gaussian_delta(sigma1, three.epsilon / 3.0, sens[0]))
     )
+    sigmas, all_sens = (sigma1, sigma_xtx, sigma2), sens
+    if yty_share is not None:
+        sens_yty = float(bound_y) ** 2
+        sigma3 = (
+            0.0
+            if math.isinf(epsilon)
+            else float(analytic_gaussian_sigma(yty_share * epsilon, 0.25 * delta, sens_yty))
+        )
+        sigmas, all_sens = (*sigmas, sigma3), (*sens, sens_yty)
 
     # Non-private statistics, computed once for all trials: O(n d^2).
     xtx = X.T @ X
@@ -424,6 +453,10 @@ def fit_adassp(
         rng=rng,
         trials=trials,
     )
+    extra = {}
+    if yty_share is not None:  # drawn after Algorithm 6's noise, which stays unchanged
+        yty_noisy = float(y @ y) + sigma3 * rng.standard_normal(trials)
+        extra = {"yty_noisy": yty_noisy, "sigma_yty": sigma3, "yty_share": float(yty_share)}
     shift_amount = (
         sigma1 * math.sqrt(2.0 * math.log(6.0 / delta)) if shift == "paper" else sigma1**2
     )
@@ -441,12 +474,14 @@ def fit_adassp(
 
     return Fit(
         theta=theta,
-        budget_spent=_certified_budget(epsilon, delta, (sigma1, sigma_xtx, sigma2), sens),
+        budget_spent=_certified_budget(epsilon, delta, sigmas, all_sens),
         estimator="adassp",
         diagnostics={
             "sigma_lambda_min": float(sigma1),
             "sigma_xtx": float(sigma_xtx),
             "sigma_xty": float(sigma2),
+            "xtx_noisy": stats.xtx,
+            "xty_noisy": stats.xty,
             "lambda_min_noisy": lambda_min_noisy,
             "ridge": ridge,
             "min_eigenvalue": eig[:, 0].copy(),
@@ -461,6 +496,7 @@ def fit_adassp(
                 "lambda_min": sens[0],
                 "xtx": sens[1],
                 "xty": sens[2],
+                **({"yty": all_sens[3]} if yty_share is not None else {}),
             },
             "budget_per_release": per_release,
             "delta_per_release_exact": exact_delta,
@@ -468,8 +504,7 @@ def fit_adassp(
             # Lemma 2.3): a second, independent certificate of the same noise.
             "rho_zcdp": math.inf
             if math.isinf(epsilon)
-            else math.fsum(
-                gaussian_zcdp(s, c) for s, c in zip((sigma1, sigma_xtx, sigma2), sens, strict=True)
-            ),
+            else math.fsum(gaussian_zcdp(s, c) for s, c in zip(sigmas, all_sens, strict=True)),
+            **extra,
         },
     )

@@ -23,6 +23,7 @@ or, for reference, explicitly.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -158,6 +159,7 @@ def ihm_privacy_pieces(
 # ----------------------------------------------------------------------- calibration
 
 
+@functools.lru_cache(maxsize=1024)  # pure in its arguments; studies call it per trial
 def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp") -> float:
     r"""Mixing level :math:`\gamma` for the (eigenvalue test + sketches) half of the budget.
 
@@ -198,6 +200,7 @@ def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp")
     return smallest_gamma(half_epsilon, epsilon / 2.0, GAMMA_MIN)
 
 
+@functools.lru_cache(maxsize=1024)  # pure in its arguments; studies call it per trial
 def ihm_sigma(epsilon: float, delta: float, T: int, clip: float, method: str = "rdp") -> float:
     r"""Gradient noise scale :math:`\sigma` for the gradient half :math:`(\varepsilon/2, \delta/4)`.
 
@@ -382,7 +385,10 @@ def fit_ihm(
         ``budget_spent = ApproxDP(epsilon, delta)``; diagnostics: ``gamma``, ``sigma``
         (gradient noise scale), ``tau``, ``k``, ``T``, ``clip``, ``failure_prob``,
         ``lambda_min_noisy`` (trials,) (:math:`\tilde\lambda`), ``eta2`` (trials,)
-        (:math:`\eta^2`), ``clip_fraction`` (trials, T) (fraction of rows whose residual
+        (:math:`\eta^2`), ``sketch_hessian_mean`` (trials, d, d) (the mean over t of the
+        released :math:`\tfrac1k\widetilde X_t^\top\widetilde X_t`, units of
+        :math:`X/C_X`: a post-processing of the sketches),
+        ``clip_fraction`` (trials, T) (fraction of rows whose residual
         was clipped at iteration t), ``n_robust_solves``, ``privacy`` (the pieces of
         :func:`ihm_privacy_pieces`: eps and delta of the eigenvalue test, sketches and
         gradients), ``epsilon_certified``, ``gamma_method``, ``variant``, ``sampler``.
@@ -486,6 +492,7 @@ def fit_ihm(
 
     theta = np.zeros((trials, d))
     path = np.empty((trials, T, d))
+    hessian_mean = np.zeros((trials, d, d))  # released: the mean of the T sketched Hessians
     clip_fraction = np.empty((trials, T))
     n_robust = 0
     for t in range(T):
@@ -494,6 +501,7 @@ def fit_ihm(
         else:
             H = direct_sketch_gram(Xn, eta, k, rng)
         H /= k
+        hessian_mean += H / T
         grad, clip_fraction[:, t] = _clipped_gradients(Xn, y, theta, clip)
         if variant == "paper":
             grad -= eta2[:, None] * theta
@@ -533,6 +541,7 @@ def fit_ihm(
             "failure_prob": float(rho),
             "lambda_min_noisy": lambda_noisy,
             "eta2": eta2,
+            "sketch_hessian_mean": hessian_mean,
             "clip_fraction": clip_fraction,
             "n_robust_solves": int(n_robust),
             "privacy": dict(cal.pieces),

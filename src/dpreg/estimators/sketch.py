@@ -44,6 +44,7 @@ Both are :mod:`dpreg.estimators.gram_sketch`'s samplers (with one sketch size pe
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -127,6 +128,7 @@ def linear_mixing_epsilon(
     return max(classic, exact) + mixing_epsilon(gamma, k, delta / 3.0, refine=refine)[0]
 
 
+@functools.lru_cache(maxsize=1024)  # pure in its arguments; studies call it per trial
 def linear_mixing_gamma(
     epsilon: float, k: int, delta: float, *, eig_sensitivity: float = 1.0
 ) -> float:
@@ -145,6 +147,7 @@ def linear_mixing_gamma(
     )
 
 
+@functools.lru_cache(maxsize=1024)  # pure in its arguments; studies call it per trial
 def sheffet_gamma(epsilon: float, k: int, delta: float) -> float:
     r"""Smallest :math:`\gamma = \eta^2 > 1` making the noisy sketch (eq. (7)) (eps, delta)-DP.
 
@@ -329,7 +332,10 @@ def fit_linear_mixing(
         ``eig_noise_std``, ``lambda_tilde`` and ``eta_tilde`` (trials,), ``scale``
         (:math:`s`), ``failure_prob``, ``epsilon_accounted`` (eq. (17) as the method
         accounts it), ``epsilon_certified``, ``dynamic`` (trials,) bool (Alg. 5 took
-        the no-noise branch), ``n_robust_solves``, ``faithful``, ``sampler``.
+        the no-noise branch), ``sketch_gram`` (trials, d + 1, d + 1): the released
+        :math:`\widetilde A^\top\widetilde A` in the normalised units of
+        :math:`A = [X, Y]/s` (a function of the sketch, hence public), ``n_robust_solves``,
+        ``faithful``, ``sampler``.
 
     Raises
     ------
@@ -469,6 +475,7 @@ def fit_linear_mixing(
             "epsilon_accounted": float(eps_acc),
             "epsilon_certified": float(eps_cert),
             "dynamic": dynamic,
+            "sketch_gram": M,
             "n_robust_solves": int(robust.sum()),
             "faithful": faithful,
             "sampler": sampler,
@@ -555,7 +562,9 @@ def fit_sheffet_sketch(
         ``eps_cert`` the RDP-certified epsilon of the noise used (<= epsilon for
         ``"rdp"``); diagnostics ``gamma`` (:math:`\eta^2`), ``noise_std`` (:math:`\eta`,
         normalised units), ``k``, ``scale``, ``alpha_opt``, ``epsilon_certified``,
-        ``calibration``, ``n_robust_solves``, ``sampler``.
+        ``calibration``, ``sketch_gram`` (trials, d + 1, d + 1; the released
+        :math:`\widetilde A^\top\widetilde A`, normalised units), ``n_robust_solves``,
+        ``sampler``.
 
     Notes
     -----
@@ -619,6 +628,7 @@ def fit_sheffet_sketch(
             "alpha_opt": float(alpha),
             "epsilon_certified": float(eps_cert),
             "calibration": calibration,
+            "sketch_gram": M,
             "n_robust_solves": int(robust.sum()),
             "sampler": sampler,
         },

@@ -108,6 +108,13 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
         "inputs only (dpreg.estimators.methods); non-private OLS is not ranked; a method "
         "that did not run on a dataset (outside its regime) never counts as within tau."
     ),
+    "ci_coverage": (
+        "Coverage of the parametric-bootstrap intervals (docs/inference.md) against epsilon, "
+        "one column of panels per (n, d): one line per estimator (colour) and target (solid: "
+        "the OLS fit of the trial's data, dashed: the bounded population's coefficient), "
+        "error bars of 2 standard errors, the nominal level with its 2-SE binomial band; "
+        "below, the interval width over the non-private OLS interval's."
+    ),
     "privacy_audit": (
         "Empirical privacy audit (docs/privacy.md, 'Empirical privacy audit'). One row per "
         "estimator, canary and claim: a bar at the epsilon the claim allows at the audit's "
@@ -133,6 +140,12 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
         "the private methods that ran, the ratio to the best, the hyperparameters the "
         "public rule chose, the budget certified (both units) and, for a method outside "
         "its regime, the reason it did not run."
+    ),
+    "ci_coverage": (
+        "Per estimator, target, n, d and epsilon: the coverage of the bootstrap intervals "
+        "with its standard errors (from per-trial averages and binomial at the nominal "
+        "level), the coverage of coordinate 0 alone, the mean width, the non-private OLS "
+        "interval's width and coverage, and the coverage of the other target."
     ),
     "privacy_audit": (
         "One row per estimator, canary and claim: the neighbouring relation, the claim, "

@@ -11,6 +11,11 @@
   among every method of the benchmark, Brown et al.'s "DP-GD beats AdaSSP" and
   Choquette-Choo et al.'s "correlated noise (nu-DP-FTRL) beats independent noise". A
   failed comparative claim is a finding of the benchmark, not an error.
+* ``ci_coverage`` (docs/inference.md): for every (estimator, target) that
+  :data:`dpreg.inference.bootstrap.CHECKED_INTERVALS` lists, the bootstrap intervals cover
+  at the nominal level in the cells of the study that the table claims (those its regime
+  covers): the pooled coverage within 2 standard errors of nominal, and no single cell
+  beyond the Bonferroni bound of a family-wise 5% test.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
+from scipy.stats import binomtest, norm
 
 from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row
 
@@ -169,8 +174,84 @@ def _benchmark_rows(study: str, table: pd.DataFrame) -> list[dict[str, object]]:
     return rows
 
 
+_CI_COLUMNS = {"estimator", "target", "n", "d", "epsilon", "nominal", "coverage", "coverage_se",
+               "coverage_se_nominal"}  # fmt: skip
+_CI_SOURCE = "docs/inference.md; Ferrando, Wang & Sheldon (2022), Algorithm 1"
+
+
+def _ci_tables(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    return {name: t for name, t in tables.items() if _CI_COLUMNS <= set(t.columns)}
+
+
+def _ci_rows(study: str, table: pd.DataFrame) -> list[dict[str, object]]:
+    """Coverage claims of the checked (estimator, target) pairs at the cells they claim.
+
+    A cell's standard error is the larger of the SE from per-trial averages and the
+    binomial SE at the nominal level (the table's ``z``). Pooled: the mean coverage of the
+    m claimed cells, SE sqrt(sum se_i^2) / m, within 2 SE of nominal. Worst cell: the
+    largest |coverage - nominal| / se_i at most z_{1 - 0.05/(2m)}.
+    """
+    from dpreg.inference import bootstrap
+
+    rows = []
+    for (estimator, target), group in table.groupby(["estimator", "target"], sort=True):
+        regime = bootstrap.CHECKED_INTERVALS.get((estimator, target))
+        if regime is None:
+            continue
+        claimed = group[
+            [
+                regime.covers(int(n), int(d), float(e))
+                for n, d, e in zip(group["n"], group["d"], group["epsilon"], strict=True)
+            ]
+        ]
+        m = len(claimed)
+        if m == 0:
+            continue
+        nominal = float(claimed["nominal"].iloc[0])
+        se = np.maximum(
+            claimed["coverage_se"].fillna(0.0).to_numpy(float),
+            claimed["coverage_se_nominal"].to_numpy(float),
+        )
+        cov = claimed["coverage"].to_numpy(float)
+        pooled, pooled_se = float(cov.mean()), float(np.sqrt(np.sum(se**2)) / m)
+        z = (pooled - nominal) / pooled_se
+        cells = "; ".join(
+            f"n={n} d={d} eps={e:g}: {c:.3f}"
+            for n, d, e, c in zip(claimed["n"], claimed["d"], claimed["epsilon"], cov, strict=True)
+        )
+        rows.append(
+            claim_row(
+                f"{estimator} ({target} target): the bootstrap intervals cover at the nominal"
+                f" {nominal:g} where CHECKED_INTERVALS says they do",
+                _CI_SOURCE,
+                study,
+                f"pooled coverage over the {m} claimed cells ({cells}); z = {z:.2f}",
+                pooled,
+                "within 2 SE of nominal",
+                bool(abs(z) <= 2.0),
+            )
+        )
+        zs = np.abs(cov - nominal) / se
+        worst = int(np.argmax(zs))
+        bound = float(norm.ppf(1.0 - 0.05 / (2 * m)))
+        w = claimed.iloc[worst]
+        rows.append(
+            claim_row(
+                f"{estimator} ({target} target): no claimed cell misses the nominal coverage",
+                _CI_SOURCE,
+                study,
+                f"largest |coverage - {nominal:g}| / SE over the claimed cells (n={w['n']},"
+                f" d={w['d']}, eps={w['epsilon']:g}: coverage {cov[worst]:.3f})",
+                float(zs[worst]),
+                f"<= {bound:.2f} (Bonferroni over {m} cells, family-wise 5%)",
+                bool(zs[worst] <= bound),
+            )
+        )
+    return rows
+
+
 def check(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Audit claims (per study and estimator, and coverage) and the benchmark's claims."""
+    """Audit claims, the benchmark's claims and the bootstrap intervals' coverage claims."""
     from dpreg.audit import audit_cases
 
     rows = []
@@ -213,4 +294,9 @@ def check(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     ]
     if bench_rows:
         out["benchmark"] = pd.DataFrame(bench_rows, columns=CLAIM_COLUMNS)
+    ci_rows = [
+        row for study, table in sorted(_ci_tables(tables).items()) for row in _ci_rows(study, table)
+    ]
+    if ci_rows:
+        out["ci_coverage"] = pd.DataFrame(ci_rows, columns=CLAIM_COLUMNS)
     return out

@@ -15,6 +15,7 @@ from dpreg.experiments import (
     benchmark,
     brown2024,
     choquettechoo2023,
+    ci_coverage,
     lev2026_clipping,
     lev2026_table2,
     liang2025_angrist,
@@ -55,6 +56,7 @@ BUILTIN_KINDS: Mapping[str, StudyKind] = MappingProxyType(
             choquettechoo2023.QUOTED,
             privacy_audit.PRIVACY_AUDIT,
             benchmark.BENCHMARK,
+            ci_coverage.CI_COVERAGE,
         )
     }
 )

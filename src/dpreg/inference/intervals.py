@@ -68,7 +68,7 @@ def t_interval(estimates: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndar
 
 @dataclass(frozen=True)
 class ConfidenceIntervals:
-    """Per-coordinate confidence intervals from DP-GD, one set per trial.
+    """Per-coordinate confidence intervals, one set per trial (DP-GD; the bootstrap extends it).
 
     Attributes
     ----------
