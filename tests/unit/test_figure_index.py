@@ -19,8 +19,10 @@ def test_docs_figures_md_is_up_to_date(repo_root):
 def test_every_study_is_one_row_and_every_location_exists(repo_root):
     config = yaml.safe_load((repo_root / "config" / "config.yaml").read_text())
     text = figure_index(config)
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")]
+    studies = [cells[1] for cells in rows if len(cells) > 2]
     for name in config["studies"]:
-        assert text.count(f"| `{name}` |") == 1, name
+        assert studies.count(f"`{name}`") == 1, name  # the study column, not the kind
     for cell in text.split("`"):
         if cell.startswith("src/dpreg/") and "::" in cell:
             path, qualname = cell.split("::")
