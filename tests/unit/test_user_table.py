@@ -457,6 +457,8 @@ def test_the_map_and_its_inverse_are_exact(book, seed):
     np.testing.assert_allclose(
         scaling.inverse_y(scaled), original, rtol=1e-9, atol=1e-9 * (1 + np.abs(original).max())
     )
+    none = scaling.to_original(theta, None)  # a fit without intercept (Fit.intercept None)
+    np.testing.assert_array_equal(none[1], scaling.to_original(theta, 0.0)[1])
     back, back0 = scaling.to_scaled(beta, beta0)
     np.testing.assert_allclose(back, theta, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(back0, theta0, rtol=1e-9, atol=1e-9 * (1 + np.abs(beta0).max()))

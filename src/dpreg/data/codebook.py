@@ -281,9 +281,9 @@ class PublicScaling:
         coef : array_like, shape (..., d)
             :math:`\theta`, coefficients of the scaled features (e.g. ``Fit.theta``, one
             row per trial).
-        intercept : array_like, shape (...) or scalar, default 0
+        intercept : array_like, shape (...), scalar or None, default 0
             :math:`\theta_0`, the intercept on the scaled response (``Fit.intercept``;
-            0 for a fit without one).
+            0 or ``None`` for a fit without one).
 
         Returns
         -------
@@ -295,7 +295,7 @@ class PublicScaling:
             every row (the prediction in original units).
         """
         theta = self._features(coef)
-        theta0 = np.asarray(intercept, dtype=np.float64)
+        theta0 = np.asarray(0.0 if intercept is None else intercept, dtype=np.float64)
         beta = theta * (self.response_scale / (self.feature_norm * np.asarray(self.feature_scale)))
         beta0 = (
             self.response_center
@@ -307,7 +307,7 @@ class PublicScaling:
     def to_scaled(self, coef: Any, intercept: Any = 0.0) -> tuple[np.ndarray, np.ndarray]:
         r"""Invert :meth:`to_original`: :math:`(\beta, \beta_0) \mapsto (\theta, \theta_0)`."""
         beta = self._features(coef)
-        beta0 = np.asarray(intercept, dtype=np.float64)
+        beta0 = np.asarray(0.0 if intercept is None else intercept, dtype=np.float64)
         theta = beta * (self.feature_norm * np.asarray(self.feature_scale) / self.response_scale)
         theta0 = (
             beta0 + beta @ np.asarray(self.feature_center) - self.response_center
