@@ -344,6 +344,8 @@ def test_fewer_rows_than_features_is_refused(tmp_path):
         load_table(table, book, test_fraction=0.25)
     with pytest.raises(TableError, match="holds out no row"):
         load_table(table, book, test_fraction=0.1)
+    frame = pd.DataFrame(np.tile([[0.0, 1.0, 0.5, 0.5]], (100, 1)), columns=list("abcy"))
+    assert load_table_split(frame, read_codebook(book), test_fraction=0.29)[1].n == 29
 
 
 @pytest.mark.parametrize(

@@ -394,7 +394,7 @@ def load_table_split(
             raise TableError(f"{source}: no rows left after dropping rows with missing values")
     n = A.shape[0]
     d = len(book.features)
-    n_test = math.floor(test_fraction * n)
+    n_test = math.floor(test_fraction * n + 1e-9)  # the guard absorbs 0.29 * 100 = 28.99...
     if test_fraction > 0 and n_test == 0:
         raise TableError(
             f"{source}: test_fraction {test_fraction:g} of {n} rows holds out no row; raise it"
