@@ -241,6 +241,7 @@ def check_config_references(config: Mapping[str, Any]) -> None:
             )
         _check_typed_values(params, options, f"config datasets.{name}.options")
         _check_lev2026_bounds(name, spec["loader"], options)
+    intercept_tables = _check_tables(datasets)
     for name in (config.get("references") or {}).get("extra", []):
         if name not in datasets:
             raise ValueError(f"config references.extra: {name!r} is not declared under datasets")
@@ -279,6 +280,19 @@ def check_config_references(config: Mapping[str, Any]) -> None:
                 kind.validate_cell(cell)
             except ValueError as err:
                 raise ValueError(f"config studies.{study}: {err}") from None
+            if cell.get("dataset") in intercept_tables and cell.get("intercept") is not True:
+                keys = kind.required | kind.optional
+                how = (
+                    "set intercept: true in the study"
+                    if "intercept" in keys
+                    else f"kind {kind.name!r} fits no intercept: use intercept: false in the"
+                    " codebook (then the map does not centre the columns)"
+                )
+                raise ValueError(
+                    f"config studies.{study}: dataset {cell['dataset']!r} is a table whose"
+                    " codebook declares an intercept (its columns are centred on the public"
+                    f" midpoints), but this study fits none; {how}"
+                )
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -427,6 +441,37 @@ def check_hyperparameters(estimator: str, values: Any, *, where: str = "hyper") 
     _check_typed_values(params, values, prefix)
 
 
+def _check_tables(datasets: Mapping[str, Any]) -> frozenset[str]:
+    """Check every ``table`` dataset's options and files; return those with an intercept.
+
+    The codebook is read and verified against its sha256, the table (unless the workflow
+    writes it, e.g. an example table) against its own and its header against the
+    codebook (``dpreg.data.table.check_table_options``). Paths are relative to the working
+    directory (where snakemake runs). Disabled datasets are not read.
+    """
+    from dpreg.data.examples import EXAMPLE_TABLES, example_table_path
+    from dpreg.data.table import LOADERS as TABLE_LOADERS
+    from dpreg.data.table import check_table_options
+
+    produced = [example_table_path(name) for name in EXAMPLE_TABLES]
+    with_intercept = set()
+    for name, spec in datasets.items():
+        if spec["loader"] not in TABLE_LOADERS or not spec.get("enabled", True):
+            continue
+        where = f"config datasets.{name}"
+        if spec.get("preprocessing", "none") != "none":
+            raise ValueError(
+                f"{where}.preprocessing: a table is prepared by its codebook; use none,"
+                f" not {spec['preprocessing']!r}"
+            )
+        book = check_table_options(
+            spec.get("options") or {}, where=f"{where}.options", produced=produced
+        )
+        if book.intercept:
+            with_intercept.add(name)
+    return frozenset(with_intercept)
+
+
 def _check_lev2026_bounds(name: str, loader: str, options: Mapping[str, Any]) -> None:
     """Check a ``lev_*`` loader's ``bounds`` options as the loader will (no data needed)."""
     from dpreg.data.lev2026 import BoundsSpec, is_lev2026
@@ -518,6 +563,8 @@ def check_no_numbers_as_text(config: Mapping[str, Any]) -> None:
             roots.append((f"datasets.{name}.{section}", (spec or {}).get(section) or {}))
     for root, tree in roots:
         for where, value in _walk(tree, root):
+            if where.endswith("sha256"):
+                continue  # a hash is text, even when its hex digits happen to be digits
             if isinstance(value, str) and _NUMBER_TEXT.match(value):
                 raise ValueError(
                     f"config {where}: {value!r} is text, not a number{_number_text_hint(value)}"

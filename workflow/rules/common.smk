@@ -9,6 +9,8 @@ from dpreg.config import (
     reference_datasets,
     study_datasets,
 )
+from dpreg.data.examples import EXAMPLE_TABLES
+from dpreg.data.table import LOADERS as TABLE_LOADERS
 from dpreg.experiments.captions import study_caption
 from dpreg.experiments.claims import papers_with_claims
 from dpreg.experiments.kinds import get_kind
@@ -24,6 +26,7 @@ wildcard_constraints:
     cell=r"(all|[A-Za-z0-9_]+~[A-Za-z0-9_.+-]+(/[A-Za-z0-9_]+~[A-Za-z0-9_.+-]+)*)",
     chunk=r"[0-9]+",
     view=r"[A-Za-z0-9_]+",
+    example="|".join(EXAMPLE_TABLES),
 
 
 def chunk_paths(study):
@@ -126,6 +129,21 @@ def estimator_benchmark_paths():
 
 def dataset_spec(wildcards):
     return config["datasets"][wildcards.dataset]
+
+
+def dataset_files(wildcards):
+    """A table dataset's own files (table and codebook; docs/user-data.md), else none.
+
+    Other datasets come from the manifest, fetched inside the job; a table is a local
+    file, so it is an input: a rule can make it (export_example_table) and an edit reruns
+    the dataset's jobs. Its sha256 is checked before any work in the job (and at the dry
+    run when it exists).
+    """
+    spec = config["datasets"][wildcards.dataset]
+    if spec["loader"] not in TABLE_LOADERS:
+        return {}
+    options = spec.get("options") or {}
+    return {"user_table": options["path"], "codebook": options["codebook"]}
 
 
 def dataset_seed(wildcards):

@@ -2,6 +2,8 @@
 
 
 rule prepare_dataset:
+    input:
+        unpack(dataset_files),
     output:
         table="resources/data/{dataset}.parquet",
         meta="resources/data/{dataset}.json",
@@ -25,6 +27,8 @@ rule prepare_dataset:
 # whose kind has uses_test_rows (chunk_input in common.smk). A dataset that holds no rows
 # out gets an empty table (0 rows, n_test: 0 in the json). prepare_dataset is unchanged.
 rule prepare_test_rows:
+    input:
+        unpack(dataset_files),
     output:
         table="resources/data/{dataset}.test.parquet",
         meta="resources/data/{dataset}.test.json",
@@ -38,3 +42,17 @@ rule prepare_test_rows:
         seed=dataset_seed,
     script:
         "../scripts/prepare_test_rows.py"
+
+
+# An example user table (docs/user-data.md): the data of an installed package written as a
+# CSV with deterministic bytes (dpreg.data.examples), so that the smoke config can pin its
+# sha256 beside a committed codebook without committing or downloading a data file.
+rule export_example_table:
+    output:
+        "resources/user/{example}.csv",
+    log:
+        "logs/user/{example}.log",
+    conda:
+        "../envs/dpreg.yaml"
+    script:
+        "../scripts/export_example_table.py"

@@ -5,6 +5,8 @@
 * :class:`Dataset`, :func:`load_dataset` -- named loaders (UCI, Angrist-Evans).
 * :mod:`dpreg.data.preprocess` -- splits, z-scoring, bounds (data-derived or public).
 * :func:`make_dgp` -- seeded synthetic data-generating processes.
+* :func:`read_codebook`, :func:`load_table` -- a user's own table with a codebook of public
+  bounds (docs/user-data.md); :class:`PublicScaling` maps fits back to original units.
 """
 
 from dpreg.data.acquire import (
@@ -16,6 +18,7 @@ from dpreg.data.acquire import (
     sha256_file,
 )
 from dpreg.data.angrist import load_angev98, load_angrist_fertility
+from dpreg.data.codebook import Codebook, CodebookError, PublicScaling, read_codebook
 from dpreg.data.datasets import Dataset
 from dpreg.data.loaders import DATASET_LOADERS, dataset_names, load_dataset, register_dataset
 from dpreg.data.manifest import MANIFEST_ENV, ManifestEntry, load_manifest
@@ -39,6 +42,7 @@ from dpreg.data.synthetic import (
     make_dgp,
     register_dgp,
 )
+from dpreg.data.table import TableError, load_table, load_table_split, table_scaling
 from dpreg.data.uci import UCI_NAMES, load_uci
 
 __all__ = [
@@ -50,12 +54,16 @@ __all__ = [
     "DataDownloadError",
     "DataIntegrityError",
     "BrownDGP",
+    "Codebook",
+    "CodebookError",
     "DataUnavailableError",
     "Dataset",
     "IVLinearDGP",
     "LinearGaussianDGP",
     "ManifestEntry",
+    "PublicScaling",
     "SyntheticDGP",
+    "TableError",
     "center",
     "clip_to_public_bounds",
     "dataset_names",
@@ -65,9 +73,12 @@ __all__ = [
     "load_angrist_fertility",
     "load_dataset",
     "load_manifest",
+    "load_table",
+    "load_table_split",
     "load_uci",
     "make_dgp",
     "preprocess_lev2026",
+    "read_codebook",
     "register_dataset",
     "register_dgp",
     "rms_scale",
@@ -75,5 +86,6 @@ __all__ = [
     "scale_by_public_bounds",
     "sha256_file",
     "split_by_mask",
+    "table_scaling",
     "zscore",
 ]

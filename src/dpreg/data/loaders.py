@@ -1,8 +1,9 @@
 """The dataset-loader registry: one explicit table from dataset names to loaders.
 
 The loader modules (:mod:`dpreg.data.uci`, :mod:`dpreg.data.lev2026`,
-:mod:`dpreg.data.angrist`) each expose a ``LOADERS`` table and never import this module,
-so the imports are acyclic. A user's own loader is added with :func:`register_dataset`.
+:mod:`dpreg.data.angrist`, :mod:`dpreg.data.regimes`, :mod:`dpreg.data.table`) each
+expose a ``LOADERS`` table and never import this module, so the imports are acyclic. A
+user's own loader is added with :func:`register_dataset`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from dpreg.data import angrist, lev2026, regimes, uci
+from dpreg.data import angrist, lev2026, regimes, table, uci
 from dpreg.data.datasets import Dataset
 
 __all__ = [
@@ -27,10 +28,10 @@ __all__ = [
 Loader = Callable[..., Dataset]
 
 #: Every built-in loader by dataset name: the uci_datasets sets, the Lev et al. (2026)
-#: sets (``lev_*``), the Angrist-Evans samples and the synthetic benchmark designs
-#: (``regime``).
+#: sets (``lev_*``), the Angrist-Evans samples, the synthetic benchmark designs
+#: (``regime``) and a user's own table with its codebook (``table``, docs/user-data.md).
 BUILTIN_LOADERS: Mapping[str, Loader] = MappingProxyType(
-    {**uci.LOADERS, **lev2026.LOADERS, **angrist.LOADERS, **regimes.LOADERS}
+    {**uci.LOADERS, **lev2026.LOADERS, **angrist.LOADERS, **regimes.LOADERS, **table.LOADERS}
 )
 
 _REGISTRY: dict[str, Loader] = dict(BUILTIN_LOADERS)
@@ -71,7 +72,8 @@ def load_dataset(name: str, **options: Any) -> Dataset:
     name : str
         One of :func:`dataset_names`: every ``uci_datasets`` set with data in the
         manifest (``"airfoil"``, ``"autompg"``, ...), ``"angrist_fertility"`` and
-        ``"angev98"``.
+        ``"angev98"``, ``"regime"`` and ``"table"`` (a user's table with its codebook,
+        :func:`dpreg.data.table.load_table`).
     **options
         Passed to the loader, e.g. ``fetcher=``, ``split=`` (UCI) or ``controls=``
         (Angrist).

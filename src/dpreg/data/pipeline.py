@@ -21,6 +21,7 @@ from dpreg.data.lev2026 import held_out_rows as lev2026_held_out_rows
 from dpreg.data.lev2026 import is_lev2026, lev2026_kind, load_lev2026_split
 from dpreg.data.loaders import DATASET_LOADERS, load_dataset
 from dpreg.data.preprocess import preprocess_lev2026
+from dpreg.data.table import LOADERS as TABLE_LOADERS
 from dpreg.data.uci import UCI_NAMES
 
 PREPROCESSING = ("none", "lev2026", "liang2025")
@@ -57,8 +58,8 @@ def prepare_dataset(
         Passed to :func:`dpreg.data.fetch` (mirror first, sha256 always verified).
     seed : int
         Seed of random preprocessing steps (the liang2025 subsample, and the 80/20
-        permutation of the ``lev_*`` permutation datasets; ``split`` goes to the
-        ``lev_*`` mask datasets).
+        permutation of the ``lev_*`` permutation datasets and the held-out rows of a
+        ``table`` dataset; ``split`` goes to the ``lev_*`` mask datasets).
     rows : {"train", "test"}, default "train"
         ``"train"``: the prepared table the studies fit on (unchanged by this option).
         ``"test"``: the rows held out of it by the same spec and seed, transformed
@@ -104,6 +105,15 @@ def prepare_dataset(
         options.setdefault("split", int(spec["split"]))
     if is_lev and lev2026_kind(loader) == "permutation":
         # The random 80/20 permutation of the lev2026 loaders, from the dataset's seed.
+        options.setdefault("seed", int(seed))
+    if loader in TABLE_LOADERS:
+        # A user's table is prepared by its codebook alone (public bounds); its held-out
+        # rows (test_fraction) are drawn from the dataset's seed.
+        if preprocessing != "none":
+            raise ValueError(
+                f"datasets.{name}: a table is prepared by its codebook (public bounds, rows"
+                f" in the unit ball); use preprocessing: none, not {preprocessing!r}"
+            )
         options.setdefault("seed", int(seed))
     test: Dataset | None = None
     # A loader that draws its own held-out rows (the synthetic regimes) has ``split``.
