@@ -107,6 +107,8 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
         Rows projected onto the bounds (**outside the guarantee**: not to be published).
     n_rows_ : int
         Training rows (public under the zero-out relation).
+    target_ : tuple of float
+        The (epsilon, delta) the method was run at.
 
     Examples
     --------
@@ -221,6 +223,7 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
             raise ValueError(f"n_samples = {n}: at least 2 rows are needed")
         bound_X, bound_y = self._bounds()
         epsilon, delta, unit = self._target(n)
+        self.target_ = (epsilon, delta)
         if self.out_of_bounds == "raise":
             norms = np.linalg.norm(X, axis=1)
             if norms.max() > bound_X * (1 + 1e-12) or np.abs(y).max() > bound_y * (1 + 1e-12):
@@ -264,20 +267,58 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         return X @ self.coef_ + self.intercept_
 
-    def conf_int(self, alpha: float = 0.05) -> np.ndarray:
+    def conf_int(self, alpha: float = 0.05, *, replicates: int = 1000) -> np.ndarray:
         """Confidence intervals of ``(intercept_, coef_)``, shape (d + 1, 2), or an error.
 
-        Intervals are printed only for methods whose coverage the interval study has
-        checked (``docs/inference.md``); for the others this raises ``ValueError`` naming
-        the method, never an interval of unknown coverage.
+        A parametric bootstrap from the release (post-processing: no budget;
+        :func:`dpreg.inference.bootstrap.bootstrap_intervals`, ``docs/inference.md``),
+        targeting the least-squares fit of the data, printed only where the coverage
+        study has checked it: the method, a fit without an intercept, and public inputs
+        (n, d, epsilon) inside the checked regime. Anywhere else this raises
+        ``ValueError`` saying why, never an interval of unknown coverage. The intercept
+        row is NaN (no intercept).
         """
+        from dpreg.inference.bootstrap import (
+            CHECKED_INTERVALS,
+            UncheckedRegimeWarning,
+            bootstrap_intervals,
+        )
+
         check_is_fitted(self, "coef_")
         if not (isinstance(alpha, numbers.Real) and 0 < float(alpha) < 1):
             raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
-        raise ValueError(
-            f"no confidence interval with checked coverage for method {self.method!r}"
-            " (docs/inference.md lists the methods and sizes the coverage study has checked)"
+        estimator = get_method(self.method).estimator
+        where = "docs/inference.md lists the methods and sizes the coverage study has checked"
+        if (estimator, "empirical") not in CHECKED_INTERVALS:
+            raise ValueError(
+                f"no confidence interval with checked coverage for method {self.method!r} ({where})"
+            )
+        if self.fit_intercept:
+            raise ValueError(
+                "no confidence interval with checked coverage for a fit with an intercept"
+                f" ({where}); fit with fit_intercept=False on centred data"
+            )
+        public = PublicInputs(
+            n=self.n_rows_, d=self.n_features_in_, epsilon=self.target_[0],
+            delta=self.target_[1], bound_X=self._bounds()[0], bound_y=self._bounds()[1],
+        )  # fmt: skip
+        rng = np.random.default_rng(
+            [0 if not isinstance(self.random_state, int) else self.random_state, 1]
         )
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UncheckedRegimeWarning)
+            try:
+                ci = bootstrap_intervals(
+                    self.fit_, public=public, rng=rng, alpha=float(alpha), replicates=replicates
+                )
+            except UncheckedRegimeWarning as outside:
+                raise ValueError(
+                    f"no confidence interval with checked coverage at these sizes: {outside}"
+                    f" ({where})"
+                ) from None
+        out = np.full((self.n_features_in_ + 1, 2), np.nan)
+        out[1:, 0], out[1:, 1] = ci.lower[0], ci.upper[0]
+        return out
 
     def summary(self, *, feature_names: list[str] | None = None, alpha: float = 0.05) -> str:
         """Return a statsmodels-style text summary: the release, its budget and its bounds.
@@ -334,7 +375,7 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
         rows += list(zip(names, self.coef_, strict=True))
         offset = 0 if self.fit_intercept else 1
         for i, (name, value) in enumerate(rows):
-            if intervals is not None:
+            if intervals is not None and np.isfinite(intervals[i + offset]).all():
                 low, high = intervals[i + offset]
                 se = (high - low) / (2 * 1.959963984540054)
                 lines.append(f"{name:<16}{value:>12.4g}{se:>12.4g}{low:>14.4g}{high:>14.4g}")

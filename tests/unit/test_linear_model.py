@@ -146,3 +146,21 @@ def test_summary_states_the_release_budget_bounds_and_refuses_unchecked_interval
         model.conf_int()
     with pytest.raises(ValueError, match="feature_names"):
         model.summary(feature_names=["a"])
+
+
+def test_conf_int_where_the_coverage_study_has_checked_it_and_refusal_elsewhere():
+    train, _ = load_regime_split(n=10000, d=3, seed=4, sigma=0.3)
+    model = DPLinearRegression("adassp", epsilon=3.0, fit_intercept=False, random_state=0)
+    ci = model.fit(train.X, train.y).conf_int(replicates=200)
+    assert ci.shape == (4, 2) and np.isnan(ci[0]).all()  # no intercept row
+    assert (ci[1:, 0] < model.coef_).all() and (model.coef_ < ci[1:, 1]).all()
+    assert "n/a" not in model.summary()
+    small, _ = load_regime_split(n=1000, d=3, seed=4, sigma=0.3)
+    outside = DPLinearRegression("adassp", epsilon=0.3, fit_intercept=False, random_state=0)
+    with pytest.raises(ValueError, match="at these sizes"):
+        outside.fit(small.X, small.y).conf_int()
+    gd = DPLinearRegression("dp_gd_brown", epsilon=3.0, fit_intercept=False, random_state=0)
+    with pytest.raises(ValueError, match="for method 'dp_gd_brown'"):
+        gd.fit(train.X, train.y).conf_int()
+    with pytest.raises(ValueError, match="alpha"):
+        model.conf_int(alpha=1.5)
