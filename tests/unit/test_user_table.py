@@ -638,10 +638,10 @@ def test_a_missing_column_stops_the_dry_run(smoke, tmp_path, monkeypatch):
 
 def test_a_study_must_fit_the_intercept_its_table_declares(smoke, tmp_path, monkeypatch):
     config = _with_table(smoke, tmp_path, monkeypatch)
-    config["studies"]["benchmark_user_table"]["params"]["intercept"] = False
+    config["studies"]["benchmark"]["params"]["intercept"] = False
     with pytest.raises(
         ValueError,
-        match=r"user_table: dataset 'fair_user' is a table whose codebook declares an intercept"
+        match=r"benchmark: dataset 'fair_user' is a table whose codebook declares an intercept"
         r".*set intercept: true",
     ):
         check_config_references(config)
