@@ -38,7 +38,8 @@ def _snakemake(
     workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        [SNAKEMAKE, "--configfile", "config/smoke.yaml", *args],
+        # "--configfile=" with "=": nargs="+" would also swallow targets that follow it.
+        [SNAKEMAKE, "--configfile=config/smoke.yaml", *args],
         cwd=workdir,
         capture_output=True,
         text=True,
