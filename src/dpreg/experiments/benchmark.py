@@ -87,7 +87,7 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _params(cell: Mapping[str, Any]) -> BenchmarkParams:
-    return BenchmarkParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    return BenchmarkParams.from_cell(cell)
 
 
 def check_benchmark_cell(cell: Mapping[str, Any]) -> None:

@@ -49,6 +49,7 @@ from dpreg.experiments.budgets import budget_columns
 from dpreg.experiments.params import (
     KindParams,
     at_least,
+    cell_conversion,
     choice,
     finite,
     nonnegative,
@@ -279,7 +280,7 @@ class BrownCIParams(BrownParams):
 
 def _params(spec: type[KindParams], cell: Mapping[str, Any]) -> Any:
     """Return the cell's typed parameters (the workflow's ``conversion`` key left aside)."""
-    return spec.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    return spec.from_cell(cell)
 
 
 # ----------------------------------------------------------------------------- data
@@ -346,7 +347,7 @@ def _common_rows(
     budget = budget_columns(
         rho=float(P.rho),
         delta=float(P.delta),
-        conversion=cell.get("conversion", "tight"),
+        conversion=cell_conversion(cell),
     )
     for key, value in budget.items():
         frame[key] = value

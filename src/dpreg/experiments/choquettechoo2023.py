@@ -173,7 +173,7 @@ _POSITIVE = finite(positive)
 
 def _params(spec: type[KindParams], cell: Mapping[str, Any]) -> Any:
     """Return the cell's typed parameters (the workflow's ``conversion`` key left aside)."""
-    return spec.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    return spec.from_cell(cell)
 
 
 def _named_or_fraction(name: str):

@@ -49,6 +49,7 @@ from dpreg.experiments.budgets import budget_columns
 from dpreg.experiments.params import (
     KindParams,
     at_least,
+    cell_conversion,
     choice,
     finite,
     nonnegative,
@@ -133,7 +134,7 @@ class CICoverageParams(KindParams):
 
 def _check_cell(cell: Mapping[str, Any]) -> None:
     """Cross-key check of ``ci_coverage``: ``n > d + 1`` (OLS and its t-interval)."""
-    P = CICoverageParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    P = CICoverageParams.from_cell(cell)
     if P.n <= P.d + 1:
         raise ValueError(f"ci_coverage: n must exceed d + 1; got n={P.n}, d={P.d}")
 
@@ -202,7 +203,7 @@ def run_ci_coverage(
     target), ``kappa``, ``spent_epsilon`` and the budget columns.
     """
     del data
-    P = CICoverageParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    P = CICoverageParams.from_cell(cell)
     n, d, eps = int(P.n), int(P.d), float(P.epsilon)
     delta = float(P.delta) if P.delta is not None else 1.0 / n**2
     public = PublicInputs(n=n, d=d, epsilon=eps, delta=delta, bound_X=1.0, bound_y=1.0)
@@ -266,7 +267,7 @@ def run_ci_coverage(
             )
     frame = pd.DataFrame(rows)
     for key, value in budget_columns(
-        epsilon=eps, delta=delta, conversion=cell.get("conversion", "tight")
+        epsilon=eps, delta=delta, conversion=cell_conversion(cell)
     ).items():
         frame[key] = value
     frame["alpha"] = float(P.alpha)

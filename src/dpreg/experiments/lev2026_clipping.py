@@ -41,6 +41,7 @@ from dpreg.experiments.budgets import budget_columns
 from dpreg.experiments.params import (
     KindParams,
     at_least,
+    cell_conversion,
     nonnegative,
     open_interval,
     param,
@@ -145,7 +146,7 @@ def _hyper(P: ClippingParams, estimator: str) -> dict[str, Any]:
 
 def check_clipping_cell(cell: Mapping[str, Any]) -> None:
     """Check the cross-key rules of a ``lev_clipping`` cell (after its typed spec)."""
-    P = ClippingParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    P = ClippingParams.from_cell(cell)
     for name in _as_list(P.estimator):
         get_estimator(name)
     if P.generator.get("variant", "code") not in LEV_CLIPPING_VARIANTS:
@@ -165,7 +166,7 @@ def run_clipping_cell(
     ``default_rng([seed, j])``. One row per (pair, trial).
     """
     del data
-    P = ClippingParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    P = ClippingParams.from_cell(cell)
     train, _, _ = clipping_data(
         int(P.n_rows),
         data_seed=int(P.data_seed),
@@ -216,7 +217,7 @@ def run_clipping_cell(
             }
         )
         for key, value in budget_columns(
-            epsilon=epsilon, delta=delta, conversion=cell.get("conversion", "tight")
+            epsilon=epsilon, delta=delta, conversion=cell_conversion(cell)
         ).items():
             frame[key] = value
         fractions = np.full((trials, T + 1), np.nan)

@@ -253,7 +253,7 @@ def run_table2_cell(
     """
     if data is None:
         raise ValueError("a lev_table2 cell needs a dataset")
-    P = Table2Params.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    P = Table2Params.from_cell(cell)
     q = dataset_quantities(data.X, data.y)
     T = int(P.T)
     C_Y = float(P.C_Y)

@@ -36,9 +36,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 __all__ = [
+    "DEFAULT_CONVERSION",
     "REQUIRED",
     "KindParams",
     "at_least",
+    "cell_conversion",
     "choice",
     "finite",
     "half_open_interval",
@@ -256,3 +258,20 @@ class KindParams:
                 f" | {f.metadata['doc']} |"
             )
         return "\n".join(rows)
+
+
+#: The conversion between zCDP and (epsilon, delta) when a cell carries none (a cell
+#: built outside the workflow); the workflow adds the config's ``conversion`` to every
+#: cell (``dpreg.config.GLOBAL_CELL_KEYS``).
+DEFAULT_CONVERSION = "tight"
+
+
+def cell_conversion(cell: Mapping[str, Any]) -> str:
+    """Return the cell's zCDP <-> (epsilon, delta) conversion (a workflow-wide key).
+
+    Examples
+    --------
+    >>> cell_conversion({"conversion": "simple"}), cell_conversion({})
+    ('simple', 'tight')
+    """
+    return str(cell.get("conversion", DEFAULT_CONVERSION))

@@ -180,7 +180,7 @@ def _as_list(value: Any) -> list[Any]:
 
 def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
     """Validate one ``eps_grid`` cell before any job runs (so the dry run stops on it)."""
-    P = EpsGridParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    P = EpsGridParams.from_cell(cell)
     for name in _as_list(P.estimator):
         params = inspect.signature(get_estimator(name)).parameters
         if "Z" in params:
@@ -223,7 +223,7 @@ def run_eps_grid_cell(
     """
     if data is None:
         raise ValueError("an eps_grid cell needs a dataset")
-    P = EpsGridParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    P = EpsGridParams.from_cell(cell)
     delta = study_delta(data.X.shape[0], P.delta_rule, P.delta)
     frames = []
     pairs = [(e, eps) for e in _as_list(P.estimator) for eps in _as_list(P.epsilon)]

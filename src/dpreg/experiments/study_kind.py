@@ -98,7 +98,7 @@ class StudyKind:
     def validate_cell(self, cell: Mapping[str, Any]) -> None:
         """Check a cell's values (the typed spec, then ``check_cell``); ``ValueError``."""
         if self.params is not None:
-            self.params.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+            self.params.from_cell(cell)
         if self.check_cell is not None:
             self.check_cell(cell)
 

@@ -200,7 +200,7 @@ def _number(value: Any, name: str, *, lo: float = 0.0, strict: bool = True, inf:
 
 
 def _spec(cell: Mapping[str, Any]) -> dict[str, Any]:
-    P = SimParams.from_cell({k: v for k, v in cell.items() if k != "conversion"})
+    P = SimParams.from_cell(cell)
     d = P.d
     if isinstance(d, bool) or not isinstance(d, int) or d < 1:
         raise ValueError(f"d must be a positive integer; got {d!r}")
