@@ -210,6 +210,8 @@ class IVMethod:
         One line on the rule.
     function : callable
         The estimator, called as ``function(Z, X, y, rng=..., trials=..., **rule(public))``.
+    title : str
+        The algorithm's name and source, for summaries.
     """
 
     name: str
@@ -218,6 +220,7 @@ class IVMethod:
     rule: Callable[[PublicIVInputs], dict[str, Any]]
     description: str
     function: Callable[..., Fit]
+    title: str = ""
 
     def hyperparameters(self, public: PublicIVInputs) -> dict[str, Any]:
         """Return the hyperparameters at ``public`` (a new dict)."""
@@ -237,6 +240,7 @@ IV_METHODS: Mapping[str, IVMethod] = MappingProxyType(
                 " 1/2), T = clip(3q ln(n rho_min), 20, 1000), steps 1/B_Z^2, 1/B_X^2,"
                 " clips B_Z B_X, B_X B_y",
                 fit_dp_two_stage_gd,
+                title="DP-2S-GD, Liang et al. (2025), Algorithm 1",
             ),
         )
     }
