@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 import numpy as np
 import pytest
@@ -39,3 +40,15 @@ def test_the_mroz_codebook_maps_every_block_into_its_unit_ball(mroz):
     assert data.instrument_names == ("fatheduc", "motheduc")
     scaling = table_scaling(data)
     assert scaling.intercept and scaling.instrument_norm == pytest.approx(np.sqrt(2))
+
+
+def test_the_iv_example_of_the_user_data_page_runs(repo_root, monkeypatch, capsys):
+    text = (repo_root / "docs" / "user-data.md").read_text(encoding="utf-8")
+    section = text[text.index("## Instrumental variables on your table") :]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    monkeypatch.chdir(repo_root)
+    namespace: dict = {}
+    exec(compile(block, "docs/user-data.md", "exec"), namespace)  # noqa: S102
+    assert "budget split:  rho1 =" in capsys.readouterr().out
+    split = namespace["model"].budget_split_
+    assert split["rho1"] + split["rho2"] == pytest.approx(namespace["model"].budget_spent_["rho"])
