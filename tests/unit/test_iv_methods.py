@@ -100,6 +100,10 @@ def test_budget_spent_equals_an_independent_conversion_and_meets_the_target(epsi
     assert fit.budget_spent.rho == pytest.approx(rho, rel=1e-12)
     assert fit.budget_spent.rho == pytest.approx(hyper["rho1"] + hyper["rho2"], rel=1e-9)
     spent_eps = _tight_eps(fit.budget_spent.rho, delta)
+    both = fit.diagnostics["budget_spent_both_units"]
+    assert both["rho"] == fit.budget_spent.rho and both["delta"] == delta
+    assert both["epsilon"] == pytest.approx(spent_eps, rel=1e-5)
+    assert both["epsilon"] <= epsilon * (1 + 1e-9)
     assert spent_eps <= epsilon * (1 + 1e-6)
     assert spent_eps == pytest.approx(epsilon, rel=1e-4)  # the exact calibration spends it
 
@@ -159,6 +163,22 @@ def test_bad_public_inputs_are_refused_naming_the_argument(kwargs, match):
     base = {"n": 100, "p": 1, "q": 2, "epsilon": 1.0, "delta": 1e-6}
     with pytest.raises(ValueError, match=match):
         PublicIVInputs(**{**base, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [("X1d", r"^X must be a 2-D array"), ("Ztext", r"^Z must be numeric"), ("qp", r"q >= p")],
+)
+def test_bad_data_is_refused_naming_the_argument(change, match):
+    Z, X, y = _iv_data(200, seed=6)
+    if change == "X1d":
+        X = X[:, 0]
+    elif change == "Ztext":
+        Z = Z.astype(str)
+    else:
+        X = np.column_stack([X, X])
+    with pytest.raises((ValueError, TypeError), match=match):
+        fit_iv_method("dp_2s_gd", Z, X, y, epsilon=1.0, delta=1e-6, rng=np.random.default_rng(0))
 
 
 def test_unknown_method_lists_the_known_ones():

@@ -75,10 +75,10 @@ from typing import Any
 
 import numpy as np
 
-from dpreg._validation import check_positive, check_probability
+from dpreg._validation import check_matrix, check_positive, check_probability
 from dpreg.estimators.intercept import add_intercept_column, split_intercept
 from dpreg.estimators.iv import fit_dp_two_stage_gd
-from dpreg.privacy.conversions import eps_to_zcdp
+from dpreg.privacy.conversions import eps_to_zcdp, zcdp_to_eps
 from dpreg.results import Fit
 
 __all__ = [
@@ -301,7 +301,9 @@ def fit_iv_method(
     -------
     Fit
         ``theta`` (trials, p) the coefficients, ``intercept`` (trials,) or None,
-        ``budget_spent`` the estimator's ``ZCDP`` certificate, and
+        ``budget_spent`` the estimator's ``ZCDP`` certificate (from the noise added),
+        ``diagnostics["budget_spent_both_units"]`` the same as ``rho``, ``epsilon`` (its
+        tight conversion at ``delta``), ``delta`` and ``conversion``, and
         ``diagnostics["hyperparameters"]`` the values the rule chose.
 
     Examples
@@ -315,8 +317,8 @@ def fit_iv_method(
     ((2, 1), True)
     """
     method = get_iv_method(name)
-    n, p = np.shape(X)
-    q = np.shape(Z)[1]
+    n, p = check_matrix(X, "X").shape
+    q = check_matrix(Z, "Z").shape[1]
     public = PublicIVInputs(
         n=n, p=p + int(bool(intercept)), q=q + int(bool(intercept)), epsilon=epsilon,
         delta=delta, bound_X=bound_X, bound_y=bound_y, bound_Z=bound_Z, theta_share=theta_share,
@@ -329,12 +331,24 @@ def fit_iv_method(
     coef, icpt = fit.theta, None
     if intercept:
         coef, icpt = split_intercept(fit.theta, public.bound_X)
+    rho = float(fit.budget_spent.rho)
+    both = {
+        "rho": rho,
+        "epsilon": zcdp_to_eps(rho, public.delta, method="tight"),
+        "delta": public.delta,
+        "conversion": "tight",
+    }
     return Fit(
         theta=coef,
         budget_spent=fit.budget_spent,
         estimator=fit.estimator,
         path=None,
-        diagnostics={**fit.diagnostics, "hyperparameters": hyper, "intercept_scale": 1.0},
+        diagnostics={
+            **fit.diagnostics,
+            "hyperparameters": hyper,
+            "budget_spent_both_units": both,
+            "intercept_scale": 1.0,
+        },
         nonprivate_diagnostics=fit.nonprivate_diagnostics,
         intercept=icpt,
     )
