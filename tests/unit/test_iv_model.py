@@ -204,3 +204,14 @@ def test_bad_input_is_refused_naming_the_argument_before_any_work(data, params, 
     monkeypatch.setattr(iv_model, "fit_iv_method", no_work)
     with pytest.raises((ValueError, TypeError), match=match):
         DPIVRegression(**{"epsilon": 1.0, **params}).fit(arrays["X"], arrays["y"], arrays["Z"])
+
+
+@settings(max_examples=10, deadline=None)
+@given(a=st.integers(0, 2**31 - 1), b=st.integers(0, 2**31 - 1), scale=st.floats(0.1, 1.0))
+def test_two_datasets_of_the_same_sizes_get_the_same_hyperparameters(a, b, scale):
+    Xa, ya, Za = _iv_data(400, seed=a, q=2)
+    Xb, yb, Zb = _iv_data(400, seed=b, q=2, beta=-0.4, b0=0.0)
+    fa = DPIVRegression(epsilon=1.0, random_state=0).fit(Xa, ya, Za)
+    fb = DPIVRegression(epsilon=1.0, random_state=0).fit(scale * Xb, scale * yb, scale * Zb)
+    assert fa.hyperparameters_ == fb.hyperparameters_
+    assert fa.budget_spent_ == fb.budget_spent_ and fa.budget_split_ == fb.budget_split_
