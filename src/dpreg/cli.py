@@ -4,6 +4,8 @@
 
     dpreg fit data.csv --codebook codebook.yaml --method ihm --epsilon 1 [--delta 1e-6]
               [--y col] [--x col1,col2] [--seed 0] [--json out.json]
+    dpreg fit data.csv --codebook codebook.yaml --method dp_2s_gd --epsilon 1
+              [--instruments z1,z2] [--theta-share 0.5] [...]
     dpreg compare data.csv --codebook codebook.yaml --epsilon 1 [--methods ihm,adassp]
               [--trials 20] [--test-fraction 0.2] [--seed 0] [--json out.json]
     dpreg methods
@@ -14,8 +16,13 @@ summary in the table's original units; ``compare`` runs every private method (th
 benchmark's, ``docs/benchmark.md``) on held-out rows of the table and prints a table
 of their test errors beside non-private OLS, with progress on standard error. ``--y``
 and ``--x`` choose a response and a subset of the codebook's features (each must be
-declared in it). Exit status: 0 on success, 2 for a usage error (a missing or unknown
-option), 1 for a refused input (a missing file, a bad codebook, a column missing or out
+declared in it). An IV method (``dp_2s_gd``, DP-2S-GD of Liang et al. 2025, Algorithm 1;
+``docs/user-data.md``, "Instrumental variables on your table") takes the codebook's
+instruments, or the columns of ``--instruments`` (each declared with a range), and
+prints the budget's split between its two stages; ``--instruments`` with a method that
+is not an IV method, or an IV method without instruments, is a refused input. Exit
+status: 0 on success, 2 for a usage error (a missing or unknown option), 1 for a
+refused input (a missing file, a bad codebook, a column missing or out
 of its range under ``refuse``, a budget out of range), with one line ``dpreg: error:
 ...`` naming it on standard error; nothing is written unless the command succeeds.
 """
@@ -70,6 +77,15 @@ def _parser() -> argparse.ArgumentParser:
     table_args(fit)
     fit.add_argument("--method", default="ihm", help="a private method (dpreg methods)")
     fit.add_argument("--alpha", type=float, default=0.05, help="1 - confidence level")
+    fit.add_argument(
+        "--instruments",
+        help="instrument columns of an IV method, comma-separated (default: the codebook's)",
+    )
+    fit.add_argument(
+        "--theta-share",
+        type=float,
+        help="an IV method's share of the zCDP budget for its first stage (default 0.5)",
+    )
     compare = sub.add_parser("compare", help="every private method on held-out rows")
     table_args(compare)
     compare.add_argument("--methods", help="comma-separated methods (default: all private)")
@@ -81,11 +97,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _codebook(path: str, y: str | None, x: list[str] | None) -> Any:
+def _codebook(
+    path: str, y: str | None, x: list[str] | None, instruments: list[str] | None = None
+) -> Any:
+    """Read the codebook; choose response, features and instruments (``()``: none)."""
     from dpreg.data.codebook import read_codebook
 
     codebook = read_codebook(path)
-    if y is None and x is None:
+    if y is None and x is None and instruments is None:
         return codebook
     declared = set(codebook.features) | {codebook.response}
     for name in ([y] if y else []) + (x or []):
@@ -97,14 +116,26 @@ def _codebook(path: str, y: str | None, x: list[str] | None) -> Any:
     response = y or codebook.response
     if response in features:
         raise ValueError(f"column {response!r} is both the response and a feature")
-    columns = {k: v for k, v in codebook.columns.items() if k in set(features) | {response}}
-    return replace(codebook, response=response, features=features, columns=columns)
+    chosen = codebook.instruments if instruments is None else tuple(instruments)
+    for name in chosen:
+        if name not in codebook.columns or name == response or name in features:
+            raise ValueError(
+                f"--instruments: column {name!r} is not an instrument declared with a range in"
+                f" the codebook {path} (declared instruments: {list(codebook.instruments)})"
+            )
+    keep = set(features) | {response} | set(chosen)
+    columns = {k: v for k, v in codebook.columns.items() if k in keep}
+    return replace(
+        codebook, response=response, features=features, instruments=chosen, columns=columns
+    )
 
 
-def _load(args: argparse.Namespace, test_fraction: float = 0.0) -> tuple[Any, Any, Any]:
+def _load(
+    args: argparse.Namespace, test_fraction: float = 0.0, instruments: list[str] | None = None
+) -> tuple[Any, Any, Any]:
     from dpreg.data.table import load_table_split, table_scaling
 
-    codebook = _codebook(args.codebook, args.y, _names(args.x))
+    codebook = _codebook(args.codebook, args.y, _names(args.x), instruments)
     train, test = load_table_split(
         args.data,
         codebook,
@@ -130,9 +161,24 @@ def _write_json(path: Path, payload: dict[str, Any]) -> None:
 
 
 def _fit(args: argparse.Namespace, out: TextIO) -> int:
+    from dpreg.estimators.iv_methods import IV_METHODS
+    from dpreg.estimators.methods import METHODS
     from dpreg.linear_model import DPLinearRegression
 
-    train, _, scaling = _load(args)
+    if args.method in IV_METHODS:
+        return _fit_iv(args, out)
+    if args.method not in METHODS:
+        raise ValueError(
+            f"unknown method {args.method!r}; known methods: {', '.join(METHODS)};"
+            f" IV methods: {', '.join(IV_METHODS)}"
+        )
+    for option, value in (("--instruments", args.instruments), ("--theta-share", args.theta_share)):
+        if value is not None:
+            raise ValueError(
+                f"{option} is for an IV method ({', '.join(IV_METHODS)}); method"
+                f" {args.method!r} takes no instruments"
+            )
+    train, _, scaling = _load(args, instruments=[])
     model = DPLinearRegression(
         args.method,
         random_state=args.seed,
@@ -165,6 +211,71 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
                     k: (None if isinstance(v, float) and math.isnan(v) else v)
                     for k, v in model.budget_spent_.items()
                 },
+                "hyperparameters": model.hyperparameters_,
+                "seed": args.seed,
+            },
+        )
+    return 0
+
+
+def _fit_iv(args: argparse.Namespace, out: TextIO) -> int:
+    from dpreg.iv_model import DPIVRegression
+    from dpreg.privacy.conversions import zcdp_to_eps
+
+    budget = _budget_kwargs(args)
+    train, _, scaling = _load(args, instruments=_names(args.instruments))
+    if train.Z is None or not train.instrument_names:
+        raise ValueError(
+            f"method {args.method!r} needs instruments: give --instruments z1,z2 or list"
+            f" them under instruments: in the codebook {args.codebook}"
+        )
+    delta = budget["delta"]
+    if "rho" in budget:  # the epsilon whose tight conversion is rho (at delta, default 1/n^2)
+        delta = 1.0 / float(train.n) ** 2 if delta is None else delta
+        if not (0 < delta < 1):
+            raise ValueError(f"--delta must lie in (0, 1); got {delta!r}")
+        if not (0 < budget["rho"] < math.inf):
+            raise ValueError(f"--rho must be a finite number > 0; got {budget['rho']!r}")
+        epsilon = zcdp_to_eps(budget["rho"], delta, method="tight")
+    else:
+        epsilon = budget["epsilon"]
+    model = DPIVRegression(
+        args.method,
+        epsilon=epsilon,
+        delta=delta,
+        theta_share=0.5 if args.theta_share is None else args.theta_share,
+        fit_intercept=bool(scaling.intercept),
+        random_state=args.seed,
+    )
+    model.fit(train.X, train.y, train.Z)
+    coef, intercept = scaling.to_original(model.coef_, model.intercept_)
+    text = model.summary(
+        feature_names=list(train.feature_names),
+        instrument_names=list(train.instrument_names),
+        alpha=args.alpha,
+    )
+    out.write(text + "\n")
+    out.write(
+        "In original units (the codebook's public map): intercept "
+        f"{float(intercept):.6g}; "
+        + ", ".join(f"{n} {c:.6g}" for n, c in zip(train.feature_names, coef, strict=True))
+        + "\n"
+    )
+    if args.json is not None:
+        _write_json(
+            args.json,
+            {
+                "method": args.method,
+                "n": int(train.n),
+                "features": list(train.feature_names),
+                "instruments": list(train.instrument_names),
+                "response": train.target_name,
+                "coef": [float(c) for c in np.ravel(coef)],
+                "intercept": float(intercept),
+                "coef_scaled": [float(c) for c in model.coef_],
+                "intercept_scaled": float(model.intercept_),
+                "budget_spent": dict(model.budget_spent_),
+                "budget_split": dict(model.budget_split_),
                 "hyperparameters": model.hyperparameters_,
                 "seed": args.seed,
             },
@@ -268,11 +379,14 @@ def _compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _methods(out: TextIO) -> int:
+    from dpreg.estimators.iv_methods import IV_METHODS
     from dpreg.estimators.methods import METHODS
 
     for name, method in METHODS.items():
         if method.private:
             out.write(f"{name:<24}{method.description}\n")
+    for name, iv_method in IV_METHODS.items():
+        out.write(f"{name:<24}IV (needs instruments): {iv_method.description}\n")
     return 0
 
 

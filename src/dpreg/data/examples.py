@@ -52,6 +52,15 @@ def _fair() -> pd.DataFrame:
     return fair.load_pandas().data
 
 
+def _mroz() -> pd.DataFrame:
+    from linearmodels.datasets import mroz
+
+    frame = mroz.load()
+    # lwage is defined only for the women in the labour force in 1975 (inlf = 1): the
+    # wage sample of Mroz (1987), a selection by a published rule, not by the values.
+    return frame[frame["inlf"] == 1]
+
+
 @dataclass(frozen=True)
 class ExampleTable:
     """A table shipped by an installed package, exported as a user's CSV file."""
@@ -87,6 +96,20 @@ EXAMPLE_TABLES: Mapping[str, ExampleTable] = MappingProxyType(
                 "Fair (1978), 'A Theory of Extramarital Affairs', Journal of Political"
                 " Economy 86(1): the 1974 Redbook survey of 6366 married women, as shipped"
                 " by statsmodels; every column is coded on a published scale"
+            ),
+        ),
+        "mroz": ExampleTable(
+            name="mroz",
+            package="linearmodels (linearmodels.datasets.mroz)",
+            load=_mroz,
+            columns=("lwage", "educ", "fatheduc", "motheduc"),
+            n_rows=428,
+            description=(
+                "Mroz (1987), 'The Sensitivity of an Empirical Model of Married Women's"
+                " Hours of Work to Economic and Statistical Assumptions', Econometrica 55:"
+                " the 428 married women in the labour force in 1975 (PSID), as shipped by"
+                " linearmodels: log wage, years of schooling and the parents' years of"
+                " schooling (the textbook instruments for education)"
             ),
         ),
     }
