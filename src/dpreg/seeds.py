@@ -77,3 +77,37 @@ def block_seed(master_seed: int, study: str, cell: str, block: int) -> int:
     if isinstance(block, bool) or not isinstance(block, int | np.integer) or block < 0:
         raise ValueError(f"block must be an int >= 0; got {block!r}")
     return job_seed(master_seed, {"study": study, "cell": cell, "block": f"{int(block):06d}"})
+
+
+def stream_key(*names: object) -> int:
+    """Return a stable 32-bit key naming one random stream inside a seed block.
+
+    Kinds whose cell runs several named things (the benchmark's methods at each epsilon,
+    the audit's cases) draw thing ``names`` from ``default_rng([seed, stream_key(*names)])``
+    instead of its position in a list, so adding, removing or reordering a method or a
+    case never changes the draws of the others (``docs/architecture.md``, "Seeds").
+
+    Parameters
+    ----------
+    *names : object
+        What the stream is for, e.g. ``("ihm", 1.0)``; numbers are written with ``repr``
+        of their float value, so ``1`` and ``1.0`` name the same stream.
+
+    Returns
+    -------
+    int
+        CRC-32 of the ``/``-joined names.
+
+    Examples
+    --------
+    >>> stream_key("ihm", 1.0) == stream_key("ihm", 1)
+    True
+    >>> stream_key("ihm", 1.0) == stream_key("adassp", 1.0)
+    False
+    """
+    parts = []
+    for name in names:
+        if isinstance(name, bool) or not isinstance(name, str | int | float | np.number):
+            raise TypeError(f"stream names must be text or numbers; got {name!r}")
+        parts.append(name if isinstance(name, str) else repr(float(name)))
+    return zlib.crc32("/".join(parts).encode("utf-8"))

@@ -66,6 +66,18 @@ def test_audit_kind_verdicts_and_rows(toy_factory):
     assert np.isnan(row["mu"])  # not a Gaussian case: threshold evidence only
 
 
+def test_a_new_case_leaves_the_draws_of_the_others_unchanged(monkeypatch):
+    # Each case has a stream named by (estimator, canary) (dpreg.seeds.stream_key).
+    cell = {"estimator": "toy", "epsilon": 1.0, "delta": 1e-5, "alpha": 0.01}
+    blocks = _blocks([300])
+    monkeypatch.setitem(dpreg.audit.CASE_FACTORIES, "toy", lambda **kw: _toy_cases(**kw)[1:2])
+    alone = run_chunk("privacy_audit", cell, blocks=blocks)
+    monkeypatch.setitem(dpreg.audit.CASE_FACTORIES, "toy", _toy_cases)
+    both = run_chunk("privacy_audit", cell, blocks=blocks)
+    leaky = both[both["canary"] == "leaky"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(alone.reset_index(drop=True), leaky)
+
+
 def test_summary_does_not_depend_on_row_order(toy_factory):
     cell = {"estimator": "toy", "epsilon": 1.0, "delta": 1e-5}
     runs = run_chunk("privacy_audit", cell, blocks=_blocks([300, 300, 300]))

@@ -4,13 +4,14 @@ One cell is one dataset; the cell runs every method of :data:`dpreg.estimators.m
 METHODS` named in ``methods`` at every ``epsilon``, with :math:`\delta = 1/n^2`,
 hyperparameters from public inputs only (:mod:`dpreg.estimators.methods`) and the
 declared bounds ``bound_X``, ``bound_y`` (the ``lev_*`` loaders' public bounds make
-them 1). Pair ``j`` of (method, epsilon), methods outer in config order, draws from
-``default_rng([seed, j])``. Each trial is scored on the training rows (``train_mse``)
-and, when the dataset has a split, on its held-out rows (``test_mse``), beside the
-non-private OLS fit of the same rows (``ols_train_mse``, ``ols_test_mse``, with an
-intercept when the cell has one). A method that cannot run at a cell's public inputs
-(e.g. DP-SSGD outside its shuffling regime) gives rows with ``status = "not_run"`` and
-the reason, never a silent gap.
+them 1). The pair (method, epsilon) draws from ``default_rng([seed, stream])`` with
+``stream = stream_key(method, epsilon)`` (:func:`dpreg.seeds.stream_key`): adding a
+method to the config never changes the draws of the others. Each trial is scored on the
+training rows (``train_mse``) and, when the dataset has a split, on its held-out rows
+(``test_mse``), beside the non-private OLS fit of the same rows (``ols_train_mse``,
+``ols_test_mse``, with an intercept when the cell has one). A method that cannot run at
+a cell's public inputs (e.g. DP-SSGD outside its shuffling regime) gives rows with
+``status = "not_run"`` and the reason, never a silent gap.
 
 The summary (:func:`summarise_benchmark`) has one row per (dataset, method, epsilon);
 the views of ``docs/benchmark.md`` are computed from it: the leaderboard per epsilon
@@ -36,6 +37,7 @@ from dpreg.estimators.methods import PublicInputs, fit_method, get_method
 from dpreg.experiments.budgets import budget_columns, spent_columns
 from dpreg.experiments.params import KindParams, param, positive, positive_finite
 from dpreg.experiments.study_kind import StudyKind
+from dpreg.seeds import stream_key
 
 __all__ = [
     "BENCHMARK",
@@ -162,7 +164,8 @@ def run_benchmark_cell(
     has_test = test is not None and test.n > 0
     frames = []
     pairs = [(m, float(e)) for m in _as_list(P.methods) for e in _as_list(P.epsilon)]
-    for stream, (name, epsilon) in enumerate(pairs):
+    for name, epsilon in pairs:
+        stream = stream_key(name, epsilon)
         method = get_method(name)
         public = PublicInputs(
             n=n, d=d + int(P.intercept), epsilon=epsilon, delta=delta, bound_X=P.bound_X,

@@ -24,6 +24,7 @@ from dpreg.data.datasets import Dataset
 from dpreg.experiments.params import KindParams, open_interval, param, positive
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.seeds import stream_key
 
 __all__ = ["AUDIT_KEYS", "AuditParams", "check_audit_cell", "run_audit_cell", "summarise_audit"]
 
@@ -86,7 +87,9 @@ def run_audit_cell(
 ) -> pd.DataFrame:
     """Scores of one seed block: ``2 * trials`` rows per audit case of the cell's estimator.
 
-    Case ``j`` draws from ``default_rng([seed, j])``, side 0 (D) before side 1 (D').
+    Each case draws from ``default_rng([seed, stream_key(estimator, canary)])``
+    (:func:`dpreg.seeds.stream_key`), side 0 (D) before side 1 (D'): adding a case never
+    changes the draws of the others.
     Columns: ``trial``, ``seed``, ``estimator``, ``canary``, ``relation``, ``claim_unit``
     (``zcdp``/``approx_dp``), ``claim_value`` (rho or epsilon), ``delta``, ``gaussian``,
     ``expected_fail``, ``side`` and ``score``. The scores are the mechanism's outputs on
@@ -94,8 +97,8 @@ def run_audit_cell(
     """
     frames = []
     trial = np.arange(first_trial, first_trial + trials)
-    for j, case in enumerate(_cases(cell)):
-        rng = np.random.default_rng([seed, j])
+    for case in _cases(cell):
+        rng = np.random.default_rng([seed, stream_key(case.estimator, case.canary)])
         for side in (0, 1):
             scores = np.asarray(case.scores(trials, rng, side), dtype=np.float64).ravel()
             if scores.shape != (trials,):
