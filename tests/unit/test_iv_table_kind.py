@@ -18,6 +18,7 @@ from dpreg.data import load_table, table_scaling
 from dpreg.data.examples import example_table_csv, example_table_path
 from dpreg.estimators.iv_methods import PublicIVInputs, dp_2s_gd_rule, fit_iv_method
 from dpreg.experiments import dpreg_iv_table
+from dpreg.experiments.claims import check_claims
 from dpreg.experiments.dpreg_iv_table import (
     INTERCEPT_TERM,
     IV_TABLE,
@@ -336,6 +337,34 @@ def test_the_figure_draws_each_regressor_against_epsilon(toy):
         assert "coefficient of x" in ax.get_ylabel()
     finally:
         plt.close(fig)
+
+
+# ------------------------------------------------------------------------------- claims
+
+
+def _claim_table(distances, ses, spent=None):
+    eps = [0.3, 1.0, 10.0][: len(distances)]
+    return pd.DataFrame(
+        {
+            "dataset": "toy", "method": "dp_2s_gd", "epsilon": eps, "delta": 1e-4,
+            "term": "x", "role": "endogenous", "two_sls": 0.05, "distance_2sls_mean": distances,
+            "distance_2sls_se": ses, "spent_epsilon": spent if spent is not None else eps,
+            "spent_delta": 1e-4,
+        }
+    )  # fmt: skip
+
+
+def test_the_claims_pass_on_a_shrinking_distance_and_fail_otherwise():
+    good = check_claims("dpreg", {"s": _claim_table([0.2, 0.1, 0.03], [0.01, 0.01, 0.005])})
+    rows = good["iv_table"]
+    assert list(rows["passed"]) == ["yes", "yes"]
+    assert rows["value"].iloc[1] == pytest.approx(0.07 / math.hypot(0.01, 0.005))
+    flat = check_claims("dpreg", {"s": _claim_table([0.2, 0.1, 0.095], [0.01, 0.01, 0.01])})
+    assert list(flat["iv_table"]["passed"]) == ["yes", "NO"]  # 0.005 is within 2 SE
+    over = check_claims("dpreg", {"s": _claim_table([0.2, 0.1], [0.01, 0.01], spent=[0.3, 1.01])})
+    assert list(over["iv_table"]["passed"]) == ["NO", "yes"]
+    one = check_claims("dpreg", {"s": _claim_table([0.2], [0.01])})
+    assert len(one["iv_table"]) == 1  # one epsilon: no distance claim
 
 
 # ------------------------------------------------------------------------------- config
