@@ -138,6 +138,11 @@ def run_iv_table(
 ) -> pd.DataFrame:
     r"""Run one seed block of an ``iv_table`` cell: ``trials`` releases per epsilon.
 
+    Each release is DP-2S-GD, Liang et al. (2025), Algorithm 1, with the public rule
+    (:func:`~dpreg.estimators.iv_methods.fit_iv_method`; the ``trials`` releases are one
+    vectorised call); it certifies :math:`\rho_1 + \rho_2`-zCDP under replace-one
+    neighbours, hence the target :math:`(\varepsilon, \delta)`.
+
     Parameters
     ----------
     cell : mapping
