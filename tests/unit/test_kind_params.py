@@ -64,7 +64,7 @@ def test_a_missing_key_is_named():
         AuditParams.from_cell({"estimator": "adassp", "epsilon": 1.0})
 
 
-# ------------------------------------------------- the Brown et al. and Choquette-Choo kinds
+# ------------------------------ the Brown et al., Choquette-Choo and iv_table kinds
 
 #: A valid cell (the required keys) of each kind whose spec is tested field by field.
 VALID_CELLS: dict[str, dict] = {
@@ -79,6 +79,7 @@ VALID_CELLS: dict[str, dict] = {
     "ftrl_linreg_sim": {"panel": "d", "mechanism": "sgd"},
     "ftrl_socp_bound": {},
     "ftrl_quoted": {},
+    "iv_table": {"dataset": "toy", "epsilon": 1.0},
 }
 
 

@@ -582,7 +582,10 @@ def test_the_smoke_table_pins_the_exported_bytes_and_the_codebook(smoke):
 def _with_table(smoke, tmp_path, monkeypatch, **options):
     monkeypatch.chdir(tmp_path)
     Path("config/codebooks").mkdir(parents=True)
-    Path("config/codebooks/fair.yaml").write_bytes(FAIR_CODEBOOK.read_bytes())
+    for spec in smoke["datasets"].values():  # every table's codebook (fair, mroz, ...)
+        if spec["loader"] == "table":
+            book = spec["options"]["codebook"]
+            Path(book).write_bytes((ROOT / book).read_bytes())
     bad = copy.deepcopy(smoke)
     bad["datasets"]["fair_user"]["options"].update(options)
     return bad

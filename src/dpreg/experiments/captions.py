@@ -108,6 +108,19 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
         "inputs only (dpreg.estimators.methods); non-private OLS is not ranked; a method "
         "that did not run on a dataset (outside its regime) never counts as within tau."
     ),
+    "iv_table": (
+        "DP-2S-GD (Liang et al. 2025, Algorithm 1) with every hyperparameter from public "
+        "inputs only (dpreg.estimators.iv_methods) on a user's table with instruments, "
+        "delta = 1/n^2 unless the study sets it: the coefficient of each endogenous "
+        "regressor in the codebook's original units against epsilon (log x), one panel per "
+        "dataset and regressor; points are the mean over releases with error bars of "
+        "+/- 1.96 SE of that mean, the shaded band is +/- 1 sd (the spread of one "
+        "release), the dashed line the non-private 2SLS coefficient of the same rows. "
+        "Trials are repeated releases on the same rows: publishing several composes their "
+        "budgets. A gap to the line beyond the error bars is a bias of the public rule "
+        "(finitely many steps of a public size, gradients clipped at public thresholds), "
+        "not noise."
+    ),
     "ci_coverage": (
         "Coverage of the parametric-bootstrap intervals (docs/inference.md) against epsilon, "
         "one column of panels per (n, d): one line per estimator (colour) and target (solid: "
@@ -140,6 +153,15 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
         "the private methods that ran, the ratio to the best, the hyperparameters the "
         "public rule chose, the budget certified (both units) and, for a method outside "
         "its regime, the reason it did not run."
+    ),
+    "iv_table": (
+        "One row per dataset, method, epsilon and term (each endogenous regressor, then "
+        "the intercept), in the codebook's original units: the mean, sd, SE (sd / sqrt of "
+        "the releases) and median of the released coefficient, the non-private 2SLS value "
+        "of the same rows, the bias and RMSE to it; per epsilon the mean distance of the "
+        "regressors' coefficients to 2SLS with its SE, the RMSE with a delta-method SE, "
+        "the budget (target and certified, both units), the rule's rho1, rho2 and T and, "
+        "outside the guarantee, the mean clip fractions."
     ),
     "ci_coverage": (
         "Per estimator, target, n, d and epsilon: the coverage of the bootstrap intervals "

@@ -16,6 +16,7 @@ from dpreg.experiments import (
     brown2024,
     choquettechoo2023,
     ci_coverage,
+    dpreg_iv_table,
     lev2026_clipping,
     lev2026_table2,
     liang2025_angrist,
@@ -57,6 +58,7 @@ BUILTIN_KINDS: Mapping[str, StudyKind] = MappingProxyType(
             privacy_audit.PRIVACY_AUDIT,
             benchmark.BENCHMARK,
             ci_coverage.CI_COVERAGE,
+            dpreg_iv_table.IV_TABLE,
         )
     }
 )
