@@ -291,7 +291,7 @@ def private_standardisation(
     # Post-processing of the release (n public).
     first = np.clip(noisy[0::2] / n, -1.0, 1.0)
     second = np.clip(1.0 + noisy[1::2] / n, 0.0, 1.0)
-    mean = mid + half * first
+    mean = np.clip(mid + half * first, low, high)  # clip: rounding at the range ends only
     # An upper confidence bound on the variance: the noise on the second moment has
     # standard deviation sigma / n (in units of w^2), public; without it a small spread
     # would often come out negative or tiny and the box would clip most rows.
