@@ -588,7 +588,7 @@ def fit_table(
         The target of the whole release, as for :class:`DPLinearRegression`.
     standardise_share : float, optional
         Overrides the codebook's ``standardise.share`` (with the codebook's ``k`` and
-        ``floor``, or the defaults 3 and 0.01 when it has none).
+        ``floor`` and ``rounds``, or the defaults 3, 0.01 and 3 when it has none).
     random_state : int, numpy.random.Generator or None
         Source of the noise (the standardisation's first, then the fit's).
     sha256, test_fraction, seed

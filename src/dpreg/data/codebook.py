@@ -117,7 +117,7 @@ CODEBOOK_KEYS = (
 )
 #: Keys of the optional ``standardise`` entry (private standardisation,
 #: :mod:`dpreg.data.private_scaling`).
-STANDARDISE_KEYS = ("share", "k", "floor")
+STANDARDISE_KEYS = ("share", "k", "floor", "rounds")
 #: Keys of one column's entry under ``columns``.
 COLUMN_KEYS = ("range", "description")
 #: What to do with a value outside its column's range: clip it to the range (default) or
@@ -210,16 +210,20 @@ class StandardiseOptions:
     floor : float, default 0.01
         The private standard deviation is floored at ``floor`` times the column's
         public half-width, in (0, 1].
+    rounds : int, default 3
+        Releases, each within the box the previous one derived (the budget is split
+        equally between them), from 1 to 10.
 
     Examples
     --------
     >>> StandardiseOptions(share=0.1)
-    StandardiseOptions(share=0.1, k=3.0, floor=0.01)
+    StandardiseOptions(share=0.1, k=3.0, floor=0.01, rounds=3)
     """
 
     share: float
     k: float = 3.0
     floor: float = 0.01
+    rounds: int = 3
 
     def __post_init__(self) -> None:
         self.check("<standardise>")
@@ -235,6 +239,12 @@ class StandardiseOptions:
         floor = _number(self.floor, f"{src}: standardise.floor")
         if not 0.0 < floor <= 1.0:
             raise CodebookError(f"{src}: standardise.floor: must lie in (0, 1]; got {floor!r}")
+        rounds = self.rounds
+        if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer):
+            raise CodebookError(f"{src}: standardise.rounds: must be an integer; got {rounds!r}")
+        if not 1 <= rounds <= 10:
+            raise CodebookError(f"{src}: standardise.rounds: must lie in 1..10; got {rounds!r}")
+        object.__setattr__(self, "rounds", int(rounds))
         object.__setattr__(self, "share", share)
         object.__setattr__(self, "k", k)
         object.__setattr__(self, "floor", floor)
@@ -255,12 +265,10 @@ def _standardise(entry: Any, src: str) -> StandardiseOptions | None:
         )
     if entry.get("share") is None:
         raise CodebookError(f"{src}: standardise.share is required (a number in (0, 1))")
-    values = {key: entry[key] for key in STANDARDISE_KEYS if key in entry}
-    options = StandardiseOptions.__new__(StandardiseOptions)
-    for key, default in (("share", None), ("k", 3.0), ("floor", 0.01)):
-        object.__setattr__(options, key, values.get(key, default))
-    options.check(src)
-    return options
+    try:
+        return StandardiseOptions(**{key: entry[key] for key in STANDARDISE_KEYS if key in entry})
+    except CodebookError as err:  # name the file, not the placeholder
+        raise CodebookError(str(err).replace("<standardise>", src, 1)) from None
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,19 @@ fraction ``floor`` of the half-width). The new box is
     [a_j, b_j] = [\hat\mu_j - k\hat\sigma_j,\ \hat\mu_j + k\hat\sigma_j] \cap [l_j, h_j],
 
 a public function of the release (``k`` public, e.g. 3), never empty
-(:math:`\hat\mu_j \in [l_j, h_j]`). The rows are then clipped to the new boxes and
+(:math:`\hat\mu_j \in [l_j, h_j]`).
+
+**Rounds.** With ``rounds`` :math:`R` (default 3) the release is repeated :math:`R`
+times at :math:`\rho_s/R` each (the same :math:`\sigma = \sqrt{pR/(2\rho_s)}`): round
+:math:`r + 1` clips the values to the box of round :math:`r` and uses its midpoint and
+half-width in place of :math:`m_j, w_j` (same sensitivity :math:`\sqrt p`), and its box
+is intersected with the previous one. A narrower box makes the second moment's noise,
+relative to the spread, smaller by the squared ratio of the half-widths, so the second
+round finds a spread the first one could only bound from above (measured in
+``docs/user-data.md``: on a wide income range the test MSE drops from 45.9 with one
+round to 1.4 with three). The levels add (Bun &
+Steinke 2016, Lemma 2.3): :math:`R \cdot p/(2\sigma^2) = \rho_s`. The floor stays
+:math:`f w_j` (the codebook's half-width). The rows are then clipped to the new boxes and
 mapped by the codebook's rule with these ranges (:meth:`Codebook.scaling`: centre and
 half-width of the box with an intercept, :math:`c = 0` and :math:`\max(|a|, |b|)`
 without), so coefficients map back to original units exactly through the new
@@ -83,7 +95,7 @@ Examples
 >>> out = private_standardisation(
 ...     np.column_stack([y, income]), book, rho=0.05, rng=rng, options=StandardiseOptions(0.1)
 ... )
->>> out.sigma == noise_scale(2, 0.05)
+>>> out.sigma == noise_scale(2, 0.05 / 3)  # three rounds (the default), a third each
 True
 >>> low, high = out.codebook.range("income")
 >>> bool(low < 40000 < high and high - low < 100000)
@@ -157,16 +169,21 @@ class PrivateScaling:
     low, high : tuple of float
         The new boxes :math:`[a_j, b_j]` (public).
     sigma : float
-        Noise standard deviation added to each of the :math:`2p` sums (normalised units).
+        Noise standard deviation added to each of the :math:`2p` sums of every round
+        (normalised units).
     sensitivity : float
         :math:`\sqrt p`, the L2 sensitivity of the sums under :data:`RELATION`.
     rho : float
-        The zCDP level the noise certifies, :math:`\Delta^2/(2\sigma^2)`.
+        The zCDP level the noise certifies, :math:`R\Delta^2/(2\sigma^2)` over the
+        :math:`R` rounds.
     n : int
         Rows the sums are over (public).
     options : StandardiseOptions
     codebook : Codebook
         The codebook with the new ranges (``standardise`` cleared: already applied).
+    rounds : tuple of dict
+        Each round's box (where its values were clipped), means and standard
+        deviations (public: the release).
     """
 
     names: tuple[str, ...]
@@ -180,6 +197,7 @@ class PrivateScaling:
     n: int
     options: StandardiseOptions
     codebook: Codebook
+    rounds: tuple[dict[str, Any], ...] = ()
 
     @property
     def budget(self) -> ZCDP:
@@ -206,9 +224,11 @@ class PrivateScaling:
             "share": self.options.share,
             "k": self.options.k,
             "floor": self.options.floor,
+            "rounds": [dict(r) for r in self.rounds],
             "relation": RELATION,
-            "mechanism": "Gaussian: sum of (u, u^2 - 1) per column, u = (clip(x) - m) / w;"
-            " rho = p / (2 sigma^2) (Bun & Steinke 2016, Prop. 1.6)",
+            "mechanism": "Gaussian, in each round: sum of (u, u^2 - 1) per column,"
+            " u = (clip(x, box) - m) / w with the previous round's box (the ranges first);"
+            " rho = rounds * p / (2 sigma^2) (Bun & Steinke 2016, Prop. 1.6, Lemma 2.3)",
         }
 
 
@@ -281,24 +301,17 @@ def private_standardisation(
     if not np.all((values >= low) & (values <= high)):
         raise ValueError("values must be clipped to the codebook's ranges first")
     n, p = values.shape
-    mid, half = (low + high) / 2.0, (high - low) / 2.0
-    u = np.clip((values - mid) / half, -1.0, 1.0)  # clip: rounding at the range ends only
-    sums = np.empty(2 * p)
-    sums[0::2] = u.sum(axis=0)
-    sums[1::2] = (u * u - 1.0).sum(axis=0)
-    sigma = noise_scale(p, rho)
-    noisy = sums + sigma * rng.standard_normal(2 * p)
-    # Post-processing of the release (n public).
-    first = np.clip(noisy[0::2] / n, -1.0, 1.0)
-    second = np.clip(1.0 + noisy[1::2] / n, 0.0, 1.0)
-    mean = np.clip(mid + half * first, low, high)  # clip: rounding at the range ends only
-    # An upper confidence bound on the variance: the noise on the second moment has
-    # standard deviation sigma / n (in units of w^2), public; without it a small spread
-    # would often come out negative or tiny and the box would clip most rows.
-    variance = np.maximum(second - first * first, 0.0) + VARIANCE_Z * sigma / n
-    sd = np.maximum(half * np.sqrt(variance), options.floor * half)
-    box_low = np.maximum(low, mean - options.k * sd)
-    box_high = np.minimum(high, mean + options.k * sd)
+    rounds = options.rounds
+    sigma = noise_scale(p, rho / rounds)  # the same noise in every round
+    box_low, box_high, history = low, high, []
+    for _ in range(rounds):
+        mean, sd = _one_round(
+            values, box_low, box_high, sigma, rng, options.floor * (high - low) / 2
+        )
+        history.append((mean, sd, box_low, box_high))
+        # The next box: within the current one (so within the ranges), never empty.
+        box_low = np.maximum(box_low, mean - options.k * sd)
+        box_high = np.minimum(box_high, mean + options.k * sd)
     columns = dict(codebook.columns)
     for name, a, b in zip(names, box_low, box_high, strict=True):
         old = columns.get(name)
@@ -306,7 +319,9 @@ def private_standardisation(
             name=name, low=float(a), high=float(b), description=old.description if old else ""
         )
     new = replace(codebook, columns=columns, standardise=None)
-    spent = gaussian_zcdp(sigma, sensitivity(p)) if sigma > 0 else math.inf
+    # Every round is the Gaussian mechanism with sensitivity sqrt(p): the levels add
+    # (Bun & Steinke 2016, Lemma 2.3), computed from the noise actually added.
+    spent = rounds * gaussian_zcdp(sigma, sensitivity(p)) if sigma > 0 else math.inf
     return PrivateScaling(
         names=names,
         mean=tuple(float(v) for v in mean),
@@ -319,4 +334,40 @@ def private_standardisation(
         n=int(n),
         options=options,
         codebook=new,
+        rounds=tuple(
+            {
+                "box": [[float(a), float(b)] for a, b in zip(lo, hi, strict=True)],
+                "mean": [float(v) for v in m],
+                "sd": [float(v) for v in sd],
+            }
+            for m, sd, lo, hi in history
+        ),
     )
+
+
+def _one_round(
+    values: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    sigma: float,
+    rng: np.random.Generator,
+    floor: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One Gaussian release of the moments within the public box ``[low, high]``."""
+    n, p = values.shape
+    mid, half = (low + high) / 2.0, (high - low) / 2.0
+    u = np.clip((values - mid) / half, -1.0, 1.0)  # each value clipped to the box
+    sums = np.empty(2 * p)
+    sums[0::2] = u.sum(axis=0)
+    sums[1::2] = (u * u - 1.0).sum(axis=0)
+    noisy = sums + sigma * rng.standard_normal(2 * p)
+    # Post-processing of the release (n public).
+    first = np.clip(noisy[0::2] / n, -1.0, 1.0)
+    second = np.clip(1.0 + noisy[1::2] / n, 0.0, 1.0)
+    mean = np.clip(mid + half * first, low, high)  # clip: rounding at the box ends only
+    # An upper confidence bound on the variance: the noise on the second moment has
+    # standard deviation sigma / n (in units of the half-width squared), public; without
+    # it a small spread would often come out negative or tiny and the box would clip
+    # most rows.
+    variance = np.maximum(second - first * first, 0.0) + VARIANCE_Z * sigma / n
+    return mean, np.maximum(half * np.sqrt(variance), floor)
