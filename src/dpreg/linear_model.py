@@ -49,7 +49,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dpreg.estimators.methods import METHODS, PublicInputs, fit_method, get_method
 from dpreg.privacy.budgets import ZCDP, ApproxDP, PureDP
 from dpreg.privacy.conversions import zcdp_to_eps
-from dpreg.privacy.split import MARGIN, SequentialSplit, compose_spent, split_target
+from dpreg.privacy.split import SequentialSplit, compose_spent, split_target
 
 __all__ = ["ZCDP_CERTIFIED_ESTIMATORS", "DPLinearRegression", "TableFit", "fit_table"]
 
@@ -282,7 +282,7 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
                 )
             split = self.standardisation_split(n)
             ZCDP(standardisation_rho)  # type and range checks
-            if standardisation_rho > split.rho_first * (1 + MARGIN):
+            if standardisation_rho > split.rho_first * (1 + 1e-12):  # beyond rounding
                 raise ValueError(
                     f"the standardisation certified rho = {standardisation_rho:.6g}, more than"
                     f" its share {split.share:g} of the target (rho = {split.rho_first:.6g})"
@@ -333,6 +333,11 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
                     for k, v in self.budget_spent_.items()
                 },
             }
+            if total["epsilon"] > split.epsilon or total["delta"] > split.delta:
+                raise ValueError(  # never reached: the split leaves a margin
+                    f"the composed budget ({total['epsilon']!r}, {total['delta']!r}) exceeds"
+                    f" the target ({split.epsilon!r}, {split.delta!r})"
+                )
             self.budget_spent_ = {**total, "unit": unit}
         self.n_clipped_ = clipped
         self.n_rows_ = n

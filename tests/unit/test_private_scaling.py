@@ -165,7 +165,11 @@ def test_composed_zcdp_budget_equals_the_sum_of_levels_and_stays_under_the_targe
     epsilon, log_delta, share
 ):
     delta = 10.0**log_delta
-    split = split_target(epsilon, delta, share, route="zcdp")
+    try:
+        split = split_target(epsilon, delta, share, route="zcdp")
+    except ValueError as err:  # nothing left for the estimator: refused, never spent
+        assert "lower the share" in str(err)
+        return
     rho_e = eps_to_zcdp(split.epsilon_rest, delta)  # what a zCDP estimator certifies
     total = compose_spent(split, ZCDP(rho_e))
     independent = zcdp_to_eps(share * eps_to_zcdp(epsilon, delta) + rho_e, delta, "tight")
@@ -192,7 +196,7 @@ def test_composed_basic_budget_equals_the_sum_and_stays_under_the_target(epsilon
     independent = zcdp_to_eps(rho_s, share * delta, "tight") + split.epsilon_rest
     assert total["epsilon"] == pytest.approx(independent, rel=1e-12)
     assert total["epsilon"] <= epsilon
-    assert total["delta"] <= delta * (1 + 1e-15)
+    assert total["delta"] <= delta
 
 
 @pytest.mark.parametrize("method", ["adassp", "ihm", "dp_gd_brown"])
@@ -214,7 +218,7 @@ def test_fit_table_reports_the_composed_total(method, epsilon):
         assert split["route"] == "basic"
         independent = zcdp_to_eps(rho_s, 0.1 * delta, "tight") + own.epsilon
         assert spent["delta"] == pytest.approx(0.1 * delta + own.delta, rel=1e-12)
-        assert spent["delta"] <= delta * (1 + 1e-15)
+        assert spent["delta"] <= delta
     assert spent["epsilon"] == pytest.approx(independent, rel=1e-12)
     assert spent["epsilon"] <= epsilon
 

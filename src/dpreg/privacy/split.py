@@ -23,8 +23,9 @@ release is a sequential composition. Given the analyst's target
   Converting separately costs more: at :math:`\varepsilon = 1`, :math:`\delta = 10^{-6}`
   a share of 0.1 of :math:`\rho` is about a third of :math:`\varepsilon`.
 
-The estimator's target is lowered by a relative margin of :data:`MARGIN` so that
-rounding in its own calibration can never push the composed total above the target.
+The estimator's target is lowered by :data:`MARGIN` times :math:`\varepsilon` so that
+rounding (in its own calibration, or in the first step's certified level) can never push
+the composed total above the target.
 
 Examples
 --------
@@ -51,7 +52,7 @@ __all__ = ["MARGIN", "ROUTES", "SequentialSplit", "compose_spent", "split_target
 
 #: The two ways of composing the first step with the estimator (module docstring).
 ROUTES = ("zcdp", "basic")
-#: Relative margin taken off the estimator's target (rounding of its calibration).
+#: Margin, relative to epsilon, taken off the estimator's target (rounding).
 MARGIN = 1e-9
 
 
@@ -117,7 +118,7 @@ def split_target(epsilon: float, delta: float, share: float, *, route: str) -> S
     Raises
     ------
     ValueError
-        A value out of range, or (basic route) a first step that alone costs the whole
+        A value out of range, or a share that leaves the estimator no
         :math:`\varepsilon`.
 
     Examples
@@ -135,21 +136,26 @@ def split_target(epsilon: float, delta: float, share: float, *, route: str) -> S
     rho_total = eps_to_zcdp(epsilon, delta, method="tight")
     rho_first = share * rho_total
     if route == "zcdp":
-        eps_rest = zcdp_to_eps(rho_total - rho_first, delta, method="tight") * (1 - MARGIN)
+        eps_rest = zcdp_to_eps(rho_total - rho_first, delta, method="tight") - MARGIN * epsilon
+        if not eps_rest > 0:
+            raise ValueError(
+                f"a share of {share:g} of rho leaves the estimator no epsilon at delta"
+                f" {delta:g}: lower the share"
+            )
         return SequentialSplit(
             epsilon, delta, float(share), route, rho_total, rho_first, math.nan, 0.0,
             eps_rest, delta,
         )  # fmt: skip
     delta_first = share * delta
     eps_first = zcdp_to_eps(rho_first, delta_first, method="tight")
-    if not eps_first < epsilon:
+    if not eps_first < epsilon * (1 - 2 * MARGIN):
         raise ValueError(
             f"a share of {share:g} of rho costs epsilon {eps_first:.4g} >= {epsilon:g} on its"
             " own (at delta share * delta): lower the share"
         )
     return SequentialSplit(
         epsilon, delta, float(share), route, rho_total, rho_first, eps_first, delta_first,
-        (epsilon - eps_first) * (1 - MARGIN), delta - delta_first,
+        epsilon - eps_first - MARGIN * epsilon, (delta - delta_first) * (1 - MARGIN),
     )  # fmt: skip
 
 
