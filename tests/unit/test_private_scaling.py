@@ -344,6 +344,13 @@ def test_bad_options_are_refused_naming_file_and_key(tmp_path, entry, message):
     assert str(path) in str(err.value)
 
 
+def test_the_key_round_trips_and_defaults():
+    book = parse_codebook(WIDE)
+    assert book.standardise == StandardiseOptions(share=0.1, k=3.0, floor=0.01, rounds=3)
+    assert parse_codebook(book.to_dict()) == book
+    assert "standardise" not in replace(book, standardise=None).to_dict()
+
+
 def test_other_bad_uses_are_refused(tmp_path):
     book = parse_codebook(WIDE)
     frame = wide_table(np.random.default_rng(0), 200)

@@ -8,6 +8,9 @@ row. Everything in it is **public**: it is written from the survey design, the
 measurement scale or domain knowledge, never from the data themselves. From it alone,
 :meth:`Codebook.scaling` builds the :class:`PublicScaling` that maps every row of the
 table into the unit ball, so every estimator of dpreg runs with ``bound_X = bound_y = 1``.
+An optional entry ``standardise: {share, k, floor, rounds}`` (:class:`StandardiseOptions`)
+asks for the private standardisation of :mod:`dpreg.data.private_scaling`, which spends
+a share of the budget on noisy means and scales that narrow the ranges.
 
 The map
 -------
