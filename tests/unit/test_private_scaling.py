@@ -78,15 +78,20 @@ def test_noise_actually_added_has_the_stated_scale():
     book = parse_codebook({**WIDE, "columns": {**WIDE["columns"], "y": {"range": [-1, 1]}}})
     n, rho = 2000, 0.5
     values = np.column_stack([np.full(n, 0.25), np.full(n, 500000.0), np.full(n, 60.0)])
-    noise, one = [], StandardiseOptions(0.1, rounds=1)
+    noise, income, one = [], [], StandardiseOptions(0.1, rounds=1)
     for seed in range(400):
         rng = np.random.default_rng(seed)
         out = private_standardisation(values, book, rho=rho, rng=rng, options=one)
-        noise.append(n * (out.mean[0] - 0.25) / 1.0)  # w = 1 for y in [-1, 1]
+        noise.append(out.mean[0] - 0.25)
+        income.append(out.mean[1] - 500000.0)
     sigma = noise_scale(3, rho)
-    se = sigma / math.sqrt(2 * (len(noise) - 1))
-    assert abs(np.std(noise, ddof=1) - sigma) < 4 * se
-    assert abs(np.mean(noise)) < 4 * sigma / math.sqrt(len(noise))
+    # In original units the mean's noise has sd w sigma / n (w = 1 for y in [-1, 1],
+    # 500000 for income in [0, 1e6]): the closed form from the public range and n.
+    for released, w in ((noise, 1.0), (income, 500000.0)):
+        expected = w * sigma / n
+        se = expected / math.sqrt(2 * (len(released) - 1))
+        assert abs(np.std(released, ddof=1) - expected) < 4 * se
+        assert abs(np.mean(released)) < 4 * expected / math.sqrt(len(released))
 
 
 @given(st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=8))
@@ -221,6 +226,21 @@ def test_fit_table_reports_the_composed_total(method, epsilon):
         assert spent["delta"] <= delta
     assert spent["epsilon"] == pytest.approx(independent, rel=1e-12)
     assert spent["epsilon"] <= epsilon
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    epsilon=st.floats(0.2, 10),
+    share=st.floats(0.02, 0.6),
+    method=st.sampled_from(["adassp", "dp_gd_brown"]),
+    seed=st.integers(0, 1000),
+)
+def test_fit_table_never_exceeds_the_target(epsilon, share, method, seed):
+    frame = wide_table(np.random.default_rng(seed), 1500)
+    book = replace(parse_codebook(WIDE), standardise=StandardiseOptions(share))
+    result = fit_table(frame, book, method=method, epsilon=epsilon, random_state=seed)
+    assert result.budget_spent["epsilon"] <= epsilon
+    assert result.budget_spent["delta"] <= 1 / 1500**2
 
 
 def test_zcdp_route_matches_every_methods_certificate():
