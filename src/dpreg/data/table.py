@@ -694,6 +694,20 @@ def standardisation_record(dataset: Dataset) -> dict[str, Any] | None:
 
     The step ``private_standardisation`` of ``preprocessing`` (public: part of the
     release; :meth:`dpreg.data.private_scaling.PrivateScaling.to_dict`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dpreg.data.codebook import parse_codebook
+    >>> book = parse_codebook({"response": "y", "features": ["x"], "standardise": {"share": 0.1},
+    ...     "columns": {"y": {"range": [-9, 9]}, "x": {"range": [-9, 9]}}})
+    >>> frame = pd.DataFrame({"x": [0.1, -0.2, 0.3, 0.0] * 50, "y": [0.0, 0.1, -0.1, 0.2] * 50})
+    >>> record = standardisation_record(load_table(frame, book, standardise_rho=1.0, rng=0))
+    >>> record["columns"], record["n"], len(record["rounds"])
+    (['y', 'x'], 200, 3)
+    >>> from dataclasses import replace
+    >>> standardisation_record(load_table(frame, replace(book, standardise=None))) is None
+    True
     """
     for step in dataset.preprocessing:
         if step.get("step") == "private_standardisation":

@@ -183,6 +183,14 @@ def compose_spent(
     ------
     TypeError
         The zcdp route with a certificate that is not zCDP (the split assumed one).
+
+    Examples
+    --------
+    >>> from dpreg.privacy.budgets import ApproxDP
+    >>> split = split_target(1.0, 1e-6, 0.1, route="basic")
+    >>> total = compose_spent(split, ApproxDP(split.epsilon_rest, split.delta_rest))
+    >>> total["epsilon"] <= 1.0, total["delta"] <= 1e-6, total["composition"]
+    (True, True, 'basic')
     """
     first = split.rho_first if rho_first is None else check_positive(rho_first, "rho_first")
     if split.route == "zcdp":
