@@ -4,6 +4,7 @@
 
     dpreg fit data.csv --codebook codebook.yaml --method ihm --epsilon 1 [--delta 1e-6]
               [--y col] [--x col1,col2] [--seed 0] [--json out.json]
+              [--standardise-share 0.1]
     dpreg fit data.csv --codebook codebook.yaml --method dp_2s_gd --epsilon 1
               [--instruments z1,z2] [--theta-share 0.5] [...]
     dpreg compare data.csv --codebook codebook.yaml --epsilon 1 [--methods ihm,adassp]
@@ -20,7 +21,12 @@ declared in it). An IV method (``dp_2s_gd``, DP-2S-GD of Liang et al. 2025, Algo
 ``docs/user-data.md``, "Instrumental variables on your table") takes the codebook's
 instruments, or the columns of ``--instruments`` (each declared with a range), and
 prints the budget's split between its two stages; ``--instruments`` with a method that
-is not an IV method, or an IV method without instruments, is a refused input. Exit
+is not an IV method, or an IV method without instruments, is a refused input.
+``--standardise-share s`` (or a codebook entry ``standardise: {share: s, k: 3}``) spends
+the share ``s`` of the budget's zCDP level on private means and standard deviations
+that narrow the codebook's ranges before the fit (``docs/user-data.md``, "Private
+standardisation (optional)"); the summary and the JSON give the composed budget, the
+split and the release. Not for IV methods nor ``compare``. Exit
 status: 0 on success, 2 for a usage error (a missing or unknown option), 1 for a
 refused input (a missing file, a bad codebook, a column missing or out
 of its range under ``refuse``, a budget out of range), with one line ``dpreg: error:
@@ -85,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
         "--theta-share",
         type=float,
         help="an IV method's share of the zCDP budget for its first stage (default 0.5)",
+    )
+    fit.add_argument(
+        "--standardise-share",
+        type=float,
+        help="spend this share of the zCDP budget on private means and scales that narrow"
+        " the codebook's ranges (overrides the codebook's standardise.share;"
+        " docs/user-data.md)",
     )
     compare = sub.add_parser("compare", help="every private method on held-out rows")
     table_args(compare)
@@ -178,6 +191,9 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
                 f"{option} is for an IV method ({', '.join(IV_METHODS)}); method"
                 f" {args.method!r} takes no instruments"
             )
+    codebook = _codebook(args.codebook, args.y, _names(args.x), [])
+    if args.standardise_share is not None or codebook.standardise is not None:
+        return _fit_standardised(args, codebook, out)
     train, _, scaling = _load(args, instruments=[])
     model = DPLinearRegression(
         args.method,
@@ -218,10 +234,82 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _fit_standardised(args: argparse.Namespace, codebook: Any, out: TextIO) -> int:
+    """``dpreg fit`` with the private standardisation (:func:`dpreg.linear_model.fit_table`)."""
+    from dpreg.linear_model import fit_table
+
+    share = args.standardise_share
+    if share is not None and not 0 < share < 1:
+        raise ValueError(f"--standardise-share must lie in (0, 1); got {share!r}")
+    result = fit_table(
+        args.data,
+        codebook,
+        method=args.method,
+        standardise_share=share,
+        random_state=args.seed,
+        sha256=args.sha256,
+        **_budget_kwargs(args),
+    )
+    model, train, release = result.model, result.train, result.standardisation
+    out.write(model.summary(feature_names=list(train.feature_names), alpha=args.alpha) + "\n")
+    out.write(
+        "Private standardisation (released, public; docs/user-data.md): "
+        + "; ".join(
+            f"{name} mean {m:.6g}, sd {sd:.6g}, box [{a:.6g}, {b:.6g}]"
+            for name, m, sd, a, b in zip(
+                release["columns"], release["mean"], release["sd"], release["low"],
+                release["high"], strict=True,
+            )
+        )
+        + f" (k = {release['k']:g}, rho = {release['rho']:.4g}, noise sd {release['sigma']:.4g})\n"
+    )  # fmt: skip
+    out.write(
+        "In original units (the map from the private standardisation): intercept "
+        f"{float(result.intercept):.6g}; "
+        + ", ".join(f"{n} {c:.6g}" for n, c in zip(train.feature_names, result.coef, strict=True))
+        + "\n"
+    )
+    if args.json is not None:
+        split = model.budget_split_
+        _write_json(
+            args.json,
+            {
+                "method": args.method,
+                "n": int(train.n),
+                "features": list(train.feature_names),
+                "response": train.target_name,
+                "coef": [float(c) for c in np.ravel(result.coef)],
+                "intercept": float(result.intercept),
+                "coef_scaled": [float(c) for c in model.coef_],
+                "intercept_scaled": float(model.intercept_),
+                "budget_spent": _no_nan(model.budget_spent_),
+                "budget_split": {
+                    k: (_no_nan(v) if isinstance(v, dict) else v) for k, v in split.items()
+                },
+                "standardisation": {
+                    k: v for k, v in release.items() if k not in ("step", "privacy")
+                },
+                "scaling": result.scaling.to_dict(),
+                "hyperparameters": model.hyperparameters_,
+                "seed": args.seed,
+            },
+        )
+    return 0
+
+
+def _no_nan(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in values.items()}
+
+
 def _fit_iv(args: argparse.Namespace, out: TextIO) -> int:
     from dpreg.iv_model import DPIVRegression
     from dpreg.privacy.conversions import zcdp_to_eps
 
+    if args.standardise_share is not None:
+        raise ValueError(
+            f"--standardise-share is not available for the IV method {args.method!r}"
+            " (its two stages' budget split has no standardisation step)"
+        )
     budget = _budget_kwargs(args)
     train, _, scaling = _load(args, instruments=_names(args.instruments))
     if train.Z is None or not train.instrument_names:

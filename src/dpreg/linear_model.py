@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -48,10 +49,15 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from dpreg.estimators.methods import METHODS, PublicInputs, fit_method, get_method
 from dpreg.privacy.budgets import ZCDP, ApproxDP, PureDP
 from dpreg.privacy.conversions import zcdp_to_eps
+from dpreg.privacy.split import SequentialSplit, compose_spent, split_target
 
-__all__ = ["DPLinearRegression"]
+__all__ = ["ZCDP_CERTIFIED_ESTIMATORS", "DPLinearRegression", "TableFit", "fit_table"]
 
 OUT_OF_BOUNDS = ("clip", "raise")
+#: Estimators whose ``budget_spent`` is a zCDP level: with a private standardisation
+#: they take the zcdp route of :mod:`dpreg.privacy.split` (levels add); every other
+#: method the basic route (a test checks this against every method's certificate).
+ZCDP_CERTIFIED_ESTIMATORS = ("dp_gd",)
 
 
 def _project(
@@ -92,6 +98,14 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
         Project rows beyond the bounds onto them, or refuse them.
     random_state : int, numpy.random.Generator or None
         Source of the noise (``None``: fresh entropy).
+    standardise_share : float, optional
+        A share :math:`s \in (0, 1)` of the target's zCDP level spent on a private
+        standardisation of the same rows (:mod:`dpreg.data.private_scaling`; use
+        :func:`fit_table`, which runs it). The fit then runs on what remains
+        (:mod:`dpreg.privacy.split`: levels add for a zCDP method, basic composition
+        with :math:`\delta_s = s\delta` otherwise), ``fit`` needs the level the
+        standardisation certified (``standardisation_rho``), and ``budget_spent_`` is
+        the composed total. ``None`` (default): no standardisation, results as before.
 
     Attributes
     ----------
@@ -100,7 +114,13 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
     n_features_in_ : int
     budget_spent_ : dict
         What the fit certified: ``epsilon``, ``delta``, ``rho`` (NaN when the method's
-        certificate implies no zCDP level), ``unit`` and ``conversion``.
+        certificate implies no zCDP level), ``unit`` and ``conversion``; with
+        ``standardise_share``, the total composed with the standardisation (and
+        ``composition``).
+    budget_split_ : dict or None
+        With ``standardise_share``: the split (:class:`dpreg.privacy.split.SequentialSplit`),
+        the standardisation's certified ``rho_standardisation`` and the estimator's own
+        certificate ``estimator_spent``; else ``None``.
     hyperparameters_ : dict
         The values the method's public rule chose.
     n_clipped_ : int
@@ -135,6 +155,7 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
         fit_intercept: bool = True,
         out_of_bounds: str = "clip",
         random_state: int | np.random.Generator | None = None,
+        standardise_share: float | None = None,
     ) -> None:
         self.method = method
         self.epsilon = epsilon
@@ -145,8 +166,27 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
         self.fit_intercept = fit_intercept
         self.out_of_bounds = out_of_bounds
         self.random_state = random_state
+        self.standardise_share = standardise_share
 
     # ----------------------------------------------------------------------- checks
+
+    def standardisation_split(self, n: int) -> SequentialSplit:
+        """Return the split of the target for ``n`` rows (``standardise_share`` set).
+
+        :func:`fit_table` asks it for the standardisation's level ``rho_first`` before
+        the rows are standardised; :meth:`fit` runs the estimator at
+        ``(epsilon_rest, delta_rest)``.
+        """
+        share = self.standardise_share
+        if share is None:
+            raise ValueError("standardise_share is not set")
+        if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < share < 1:
+            raise ValueError(f"standardise_share must be a number in (0, 1); got {share!r}")
+        epsilon, delta, _ = self._target(n)
+        route = (
+            "zcdp" if get_method(self.method).estimator in ZCDP_CERTIFIED_ESTIMATORS else "basic"
+        )
+        return split_target(epsilon, delta, float(share), route=route)
 
     def _target(self, n: int) -> tuple[float, float, str]:
         """Return ``(epsilon, delta, unit)`` of the target, checking the budget keywords."""
@@ -196,13 +236,20 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------- API
 
-    def fit(self, X: Any, y: Any) -> DPLinearRegression:
+    def fit(
+        self, X: Any, y: Any, *, standardisation_rho: float | None = None
+    ) -> DPLinearRegression:
         """Fit one private release on ``(X, y)``; every hyperparameter from public inputs.
 
         Parameters
         ----------
         X : array_like, shape (n, d)
         y : array_like, shape (n,)
+        standardisation_rho : float, optional
+            With ``standardise_share`` (and only then): the zCDP level the private
+            standardisation of these rows certified from its noise
+            (:attr:`dpreg.data.private_scaling.PrivateScaling.rho`); it is composed into
+            ``budget_spent_``, and a level above the share is refused.
 
         Returns
         -------
@@ -223,6 +270,24 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
             raise ValueError(f"n_samples = {n}: at least 2 rows are needed")
         bound_X, bound_y = self._bounds()
         epsilon, delta, unit = self._target(n)
+        split = None
+        if self.standardise_share is None:
+            if standardisation_rho is not None:
+                raise ValueError("standardisation_rho is given but standardise_share is not set")
+        else:
+            if standardisation_rho is None:
+                raise ValueError(
+                    "standardise_share is set: give fit(..., standardisation_rho=...) the level"
+                    " the standardisation certified (fit_table does)"
+                )
+            split = self.standardisation_split(n)
+            ZCDP(standardisation_rho)  # type and range checks
+            if standardisation_rho > split.rho_first * (1 + 1e-12):  # beyond rounding
+                raise ValueError(
+                    f"the standardisation certified rho = {standardisation_rho:.6g}, more than"
+                    f" its share {split.share:g} of the target (rho = {split.rho_first:.6g})"
+                )
+            epsilon, delta = split.epsilon_rest, split.delta_rest
         self.target_ = (epsilon, delta)
         if self.out_of_bounds == "raise":
             norms = np.linalg.norm(X, axis=1)
@@ -256,6 +321,24 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
         self.intercept_ = float(fit.intercept[0]) if fit.intercept is not None else 0.0
         self.hyperparameters_ = dict(fit.diagnostics.get("hyperparameters", {}))
         self.budget_spent_ = _both_units(fit.budget_spent, delta, unit)
+        self.budget_split_ = None
+        if split is not None:
+            assert standardisation_rho is not None
+            total = compose_spent(split, fit.budget_spent, rho_first=float(standardisation_rho))
+            self.budget_split_ = {
+                **split.to_dict(),
+                "rho_standardisation": float(standardisation_rho),
+                "estimator_spent": {
+                    k: (None if isinstance(v, float) and math.isnan(v) else v)
+                    for k, v in self.budget_spent_.items()
+                },
+            }
+            if total["epsilon"] > split.epsilon or total["delta"] > split.delta:
+                raise ValueError(  # never reached: the split leaves a margin
+                    f"the composed budget ({total['epsilon']!r}, {total['delta']!r}) exceeds"
+                    f" the target ({split.epsilon!r}, {split.delta!r})"
+                )
+            self.budget_spent_ = {**total, "unit": unit}
         self.n_clipped_ = clipped
         self.n_rows_ = n
         self.fit_ = fit
@@ -356,6 +439,7 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
             f"certified:     epsilon = {spent['epsilon']:.4g}, delta = {spent['delta']:.3g}"
             + (f", rho = {spent['rho']:.4g} (zCDP)" if math.isfinite(spent["rho"]) else "")
             + f"; conversion: {spent['conversion']}",
+            *self._split_lines(),
             f"public bounds: ||x|| <= {self._bounds()[0]:g}, |y| <= {self._bounds()[1]:g}"
             f" ({self.out_of_bounds} rows beyond)",
             f"rows, columns: n = {self.n_rows_}, d = {self.n_features_in_}",
@@ -390,6 +474,24 @@ class DPLinearRegression(RegressorMixin, BaseEstimator):
         )
         return "\n".join(lines)
 
+    def _split_lines(self) -> list[str]:
+        split = getattr(self, "budget_split_", None)
+        if split is None:
+            return []
+        own = split["estimator_spent"]
+        first = (
+            f"rho = {split['rho_standardisation']:.4g} (zCDP)"
+            if split["route"] == "zcdp"
+            else f"rho = {split['rho_standardisation']:.4g} (zCDP), i.e. epsilon ="
+            f" {split['epsilon_first']:.4g} at delta = {split['delta_first']:.3g}"
+        )
+        return [
+            f"  composed of: private standardisation (share {split['share']:g} of rho ="
+            f" {split['rho_total']:.4g}) {first}",
+            f"               + the fit: epsilon = {own['epsilon']:.4g}, delta ="
+            f" {own['delta']:.3g}; composition: {split['route']}",
+        ]
+
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
@@ -410,3 +512,153 @@ def _both_units(spent: Any, delta: float, unit: str) -> dict[str, Any]:
 
 #: The private methods a DPLinearRegression can run (for documentation and the CLI).
 PRIVATE_METHODS: tuple[str, ...] = tuple(name for name, m in METHODS.items() if m.private)
+
+
+@dataclass(frozen=True)
+class TableFit:
+    """The result of :func:`fit_table`.
+
+    Attributes
+    ----------
+    model : DPLinearRegression
+        The fitted model (on the mapped rows); ``model.budget_spent_`` is the composed
+        total when the rows were standardised privately.
+    train, test : Dataset, Dataset or None
+        The mapped rows (``test`` with ``test_fraction`` > 0).
+    scaling : PublicScaling
+        The public map the model's rows were made with: the codebook's, or the one
+        derived from the private standardisation's release.
+    coef, intercept : ndarray
+        The release in original units, ``scaling.to_original(coef_, intercept_)``.
+    standardisation : dict or None
+        The private standardisation's release (public: means, standard deviations,
+        boxes, noise scale, rho; the dataset's step ``private_standardisation``), or
+        ``None``.
+    """
+
+    model: DPLinearRegression
+    train: Any
+    test: Any
+    scaling: Any
+    coef: np.ndarray
+    intercept: np.ndarray
+    standardisation: Any = None
+
+    @property
+    def budget_spent(self) -> dict[str, Any]:
+        """The budget of the whole release (composed with the standardisation)."""
+        return self.model.budget_spent_
+
+
+def fit_table(
+    data: Any,
+    codebook: Any,
+    *,
+    method: str = "ihm",
+    epsilon: float | None = None,
+    delta: float | None = None,
+    rho: float | None = None,
+    budget: ApproxDP | ZCDP | None = None,
+    standardise_share: float | None = None,
+    random_state: int | np.random.Generator | None = None,
+    sha256: str | None = None,
+    test_fraction: float = 0.0,
+    seed: int = 0,
+) -> TableFit:
+    r"""Fit a private regression on a table with its codebook, in original units.
+
+    Without private standardisation (the codebook has no ``standardise:`` entry and
+    ``standardise_share`` is ``None``) this is :func:`dpreg.data.load_table_split`, then
+    :class:`DPLinearRegression` with the codebook's intercept, then
+    :meth:`~dpreg.data.codebook.PublicScaling.to_original`: the same numbers as those
+    three calls. With it (``docs/user-data.md``, "Private standardisation (optional)"):
+    the target is split (:meth:`DPLinearRegression.standardisation_split`: a share
+    :math:`s` of its zCDP level :math:`\rho` for the standardisation), the training rows'
+    private means and standard deviations are released at :math:`\rho_s = s\rho`
+    (:mod:`dpreg.data.private_scaling`, Gaussian mechanism, zero-out relation as the
+    fit's), the rows are clipped to the released boxes and mapped, the model is fitted
+    on what remains, and ``model.budget_spent_`` is the composed total (never above
+    the target).
+
+    Parameters
+    ----------
+    data : path-like or DataFrame
+        The table (:func:`dpreg.data.load_table`).
+    codebook : Codebook or path-like
+        Its codebook; ``standardise: {share, k, floor}`` asks for the private
+        standardisation.
+    method : str, default "ihm"
+        A private method (:class:`DPLinearRegression`).
+    epsilon, delta, rho, budget
+        The target of the whole release, as for :class:`DPLinearRegression`.
+    standardise_share : float, optional
+        Overrides the codebook's ``standardise.share`` (with the codebook's ``k`` and
+        ``floor`` and ``rounds``, or the defaults 3, 0.01 and 3 when it has none).
+    random_state : int, numpy.random.Generator or None
+        Source of the noise (the standardisation's first, then the fit's).
+    sha256, test_fraction, seed
+        As for :func:`dpreg.data.load_table_split`.
+
+    Returns
+    -------
+    TableFit
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from dpreg.data import read_codebook
+    >>> from dpreg.data.codebook import parse_codebook
+    >>> book = parse_codebook({"response": "y", "features": ["income"], "intercept": True,
+    ...     "standardise": {"share": 0.2, "k": 3},
+    ...     "columns": {"y": {"range": [-50, 50]}, "income": {"range": [0, 1000000]}}})
+    >>> rng = np.random.default_rng(0)
+    >>> income = rng.normal(40000, 10000, size=50000)
+    >>> y = (income - 40000) / 1000 + rng.normal(size=50000)
+    >>> frame = pd.DataFrame({"income": income, "y": y})
+    >>> result = fit_table(frame, book, method="adassp", epsilon=1.0, random_state=0)
+    >>> round(float(result.coef[0]) * 1000, 1)  # y per 1000 of income; the truth is 1
+    1.0
+    >>> result.budget_spent["epsilon"] <= 1.0, result.budget_spent["composition"]
+    (True, 'basic')
+    """
+    from dataclasses import replace
+
+    from dpreg.data.codebook import Codebook, StandardiseOptions, read_codebook
+    from dpreg.data.table import load_table_split, standardisation_record, table_scaling
+
+    book = codebook if isinstance(codebook, Codebook) else read_codebook(codebook)
+    options = book.standardise
+    if standardise_share is not None:
+        options = (
+            StandardiseOptions(share=standardise_share)
+            if options is None
+            else replace(options, share=standardise_share)
+        )
+    common = {"sha256": sha256, "test_fraction": test_fraction, "seed": seed}
+    model = DPLinearRegression(
+        method, epsilon=epsilon, delta=delta, rho=rho, budget=budget,
+        fit_intercept=bool(book.intercept), random_state=random_state,
+    )  # fmt: skip
+    release = None
+    if options is None:
+        train, test = load_table_split(data, book, **common)
+        model.fit(train.X, train.y)
+    else:
+        rng = (
+            random_state
+            if isinstance(random_state, np.random.Generator)
+            else np.random.default_rng(random_state)
+        )
+        model.set_params(standardise_share=options.share, random_state=rng)
+        # n is public: count the training rows first (the codebook's map, nothing released).
+        n_train = load_table_split(data, replace(book, standardise=None), **common)[0].n
+        rho_s = model.standardisation_split(n_train).rho_first
+        train, test = load_table_split(
+            data, replace(book, standardise=options), standardise_rho=rho_s, rng=rng, **common
+        )
+        release = standardisation_record(train)
+        assert release is not None
+        model.fit(train.X, train.y, standardisation_rho=release["rho"])
+    scaling = table_scaling(train)
+    coef, intercept = scaling.to_original(model.coef_, model.intercept_)
+    return TableFit(model, train, test, scaling, coef, intercept, release)

@@ -8,6 +8,9 @@ row. Everything in it is **public**: it is written from the survey design, the
 measurement scale or domain knowledge, never from the data themselves. From it alone,
 :meth:`Codebook.scaling` builds the :class:`PublicScaling` that maps every row of the
 table into the unit ball, so every estimator of dpreg runs with ``bound_X = bound_y = 1``.
+An optional entry ``standardise: {share, k, floor, rounds}`` (:class:`StandardiseOptions`)
+asks for the private standardisation of :mod:`dpreg.data.private_scaling`, which spends
+a share of the budget on noisy means and scales that narrow the ranges.
 
 The map
 -------
@@ -96,6 +99,8 @@ __all__ = [
     "CodebookError",
     "ColumnSpec",
     "PublicScaling",
+    "STANDARDISE_KEYS",
+    "StandardiseOptions",
     "parse_codebook",
     "read_codebook",
 ]
@@ -110,8 +115,12 @@ CODEBOOK_KEYS = (
     "feature_norm",
     "out_of_range",
     "missing",
+    "standardise",
     "columns",
 )
+#: Keys of the optional ``standardise`` entry (private standardisation,
+#: :mod:`dpreg.data.private_scaling`).
+STANDARDISE_KEYS = ("share", "k", "floor", "rounds")
 #: Keys of one column's entry under ``columns``.
 COLUMN_KEYS = ("range", "description")
 #: What to do with a value outside its column's range: clip it to the range (default) or
@@ -182,6 +191,87 @@ class ColumnSpec:
     def has_range(self) -> bool:
         """Whether the codebook gives this column a range."""
         return self.low is not None
+
+
+@dataclass(frozen=True)
+class StandardiseOptions:
+    r"""The opt-in private standardisation of a codebook (``standardise:``).
+
+    Public constants of :mod:`dpreg.data.private_scaling`: the share of the zCDP budget
+    spent on the private means and standard deviations, the width ``k`` of the new box
+    in private standard deviations, and the floor of the standard deviation as a
+    fraction of the codebook's half-width (``docs/user-data.md``, "Private
+    standardisation (optional)").
+
+    Attributes
+    ----------
+    share : float
+        Share of the total zCDP level :math:`\rho` spent on the standardisation, in
+        (0, 1).
+    k : float, default 3
+        The new half-width is ``k`` times the private standard deviation (> 0).
+    floor : float, default 0.01
+        The private standard deviation is floored at ``floor`` times the column's
+        public half-width, in (0, 1].
+    rounds : int, default 3
+        Releases, each within the box the previous one derived (the budget is split
+        equally between them), from 1 to 10.
+
+    Examples
+    --------
+    >>> StandardiseOptions(share=0.1)
+    StandardiseOptions(share=0.1, k=3.0, floor=0.01, rounds=3)
+    """
+
+    share: float
+    k: float = 3.0
+    floor: float = 0.01
+    rounds: int = 3
+
+    def __post_init__(self) -> None:
+        self.check("<standardise>")
+
+    def check(self, src: str) -> None:
+        """Validate the values; every message names ``src`` and the key."""
+        share = _number(self.share, f"{src}: standardise.share")
+        if not 0.0 < share < 1.0:
+            raise CodebookError(f"{src}: standardise.share: must lie in (0, 1); got {share!r}")
+        k = _number(self.k, f"{src}: standardise.k")
+        if not k > 0.0:
+            raise CodebookError(f"{src}: standardise.k: must be > 0; got {k!r}")
+        floor = _number(self.floor, f"{src}: standardise.floor")
+        if not 0.0 < floor <= 1.0:
+            raise CodebookError(f"{src}: standardise.floor: must lie in (0, 1]; got {floor!r}")
+        rounds = self.rounds
+        if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer):
+            raise CodebookError(f"{src}: standardise.rounds: must be an integer; got {rounds!r}")
+        if not 1 <= rounds <= 10:
+            raise CodebookError(f"{src}: standardise.rounds: must lie in 1..10; got {rounds!r}")
+        object.__setattr__(self, "rounds", int(rounds))
+        object.__setattr__(self, "share", share)
+        object.__setattr__(self, "k", k)
+        object.__setattr__(self, "floor", floor)
+
+
+def _standardise(entry: Any, src: str) -> StandardiseOptions | None:
+    if entry is None:
+        return None
+    if not isinstance(entry, Mapping):
+        raise CodebookError(
+            f"{src}: standardise: must be a mapping with keys {list(STANDARDISE_KEYS)}"
+            f" (e.g. {{share: 0.1, k: 3}}); got {entry!r}"
+        )
+    unknown = sorted(set(map(str, entry)) - set(STANDARDISE_KEYS))
+    if unknown:
+        raise CodebookError(
+            f"{src}: standardise: unknown key(s) {unknown}; allowed: {list(STANDARDISE_KEYS)}"
+        )
+    if entry.get("share") is None:
+        raise CodebookError(f"{src}: standardise.share is required (a number in (0, 1))")
+    try:
+        return StandardiseOptions(**{key: entry[key] for key in STANDARDISE_KEYS if key in entry})
+    except CodebookError as err:  # name the file, not the placeholder
+        raise CodebookError(str(err).replace("<standardise>", src, 1)) from None
 
 
 @dataclass(frozen=True)
@@ -364,6 +454,8 @@ class Codebook:
     missing : {"refuse", "drop"}
         Refuse a table with a missing value (default), or drop the row (data-dependent,
         outside the privacy guarantee).
+    standardise : StandardiseOptions or None
+        The opt-in private standardisation (``None``: the map uses the ranges only).
     description : str
     source : str
         Where the codebook came from (the file), named in every message.
@@ -381,6 +473,7 @@ class Codebook:
     missing: str = "refuse"
     description: str = ""
     source: str = "<codebook>"
+    standardise: StandardiseOptions | None = None
     sha256: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -424,6 +517,12 @@ class Codebook:
             )
         if not isinstance(self.description, str):
             raise CodebookError(f"{src}: description must be text; got {self.description!r}")
+        if self.standardise is not None:
+            if not isinstance(self.standardise, StandardiseOptions):
+                raise CodebookError(
+                    f"{src}: standardise must be a StandardiseOptions; got {self.standardise!r}"
+                )
+            self.standardise.check(src)
         if self.feature_norm is not None:
             norm = _number(self.feature_norm, f"{src}: feature_norm")
             if norm <= 0:
@@ -513,6 +612,9 @@ class Codebook:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the codebook as a JSON-able dict (the format of the file)."""
+        extra: dict[str, Any] = {}
+        if self.standardise is not None:
+            extra["standardise"] = dict(self.standardise.__dict__)
         columns: dict[str, Any] = {}
         for name, spec in self.columns.items():
             entry: dict[str, Any] = {}
@@ -530,6 +632,7 @@ class Codebook:
             "feature_norm": self.feature_norm,
             "out_of_range": self.out_of_range,
             "missing": self.missing,
+            **extra,
             "columns": columns,
         }
 
@@ -647,6 +750,7 @@ def parse_codebook(data: Any, *, source: str = "<codebook>", sha256: str | None 
         description=data.get("description") or "",
         source=source,
         sha256=sha256,
+        standardise=_standardise(data.get("standardise"), source),
     )
 
 

@@ -59,6 +59,7 @@ import pandas as pd
 from dpreg.data.acquire import DataIntegrityError, sha256_file
 from dpreg.data.codebook import Codebook, CodebookError, PublicScaling, read_codebook
 from dpreg.data.datasets import Dataset
+from dpreg.data.private_scaling import PrivateScaling, private_standardisation
 
 __all__ = [
     "LOADERS",
@@ -70,6 +71,7 @@ __all__ = [
     "load_table",
     "load_table_split",
     "read_table",
+    "standardisation_record",
     "table_columns",
     "table_scaling",
 ]
@@ -96,6 +98,12 @@ _DROP_PRIVACY = (
     "outside the guarantee (the remaining n is treated as public, like every n)"
 )
 _MAX_LISTED = 30
+#: How the private standardisation's release is labelled (it is part of the release).
+STANDARDISATION_PRIVACY = (
+    "released with Gaussian noise: rho-zCDP under the zero-out relation (n public), "
+    "composed into the fit's budget (dpreg.data.private_scaling, docs/user-data.md); the "
+    "clip counts to the released boxes are outside the guarantee"
+)
 
 
 class TableError(ValueError):
@@ -341,6 +349,8 @@ def load_table_split(
     test_fraction: float = 0.0,
     seed: int = 0,
     fetcher: Any = None,
+    standardise_rho: float | None = None,
+    rng: np.random.Generator | int | None = None,
 ) -> tuple[Dataset, Dataset | None]:
     """Load a table with its codebook and split off the held-out rows.
 
@@ -360,6 +370,17 @@ def load_table_split(
     sha256 = _check_sha256(sha256, "sha256")
     codebook_sha256 = _check_sha256(codebook_sha256, "codebook_sha256")
     book = _resolve_codebook(codebook, codebook_sha256)
+    if book.standardise is not None and standardise_rho is None:
+        raise ValueError(
+            f"codebook {book.source}: standardise: a private standardisation spends budget,"
+            " so it needs its zCDP level: pass standardise_rho (and rng), or fit with"
+            " dpreg.linear_model.fit_table / dpreg fit, which split the budget"
+        )
+    if standardise_rho is not None and book.standardise is None:
+        raise ValueError(
+            f"standardise_rho is given but the codebook {book.source} has no standardise:"
+            " entry (its k and floor); add one"
+        )
     actual = _verify(path, sha256)
     source = "<DataFrame>" if isinstance(path, pd.DataFrame) else os.fspath(path)
     if name is None:
@@ -414,6 +435,18 @@ def load_table_split(
     Z = Z_flags = None
     if book.instruments:
         Z, Z_flags = _apply_ranges(A[:, 1 + d :], book.instruments, book, source, rows)
+    if test_fraction > 0:
+        perm = np.random.default_rng(seed).permutation(n)
+        parts = {"train": np.sort(perm[n_test:]), "test": np.sort(perm[:n_test])}
+    else:
+        parts = {"train": np.arange(n)}
+    release = None
+    if standardise_rho is not None:
+        # The private release uses the training rows only (n_train public); every row is
+        # then clipped to the released boxes (always clipped, never refused).
+        release = _standardise(y, X, book, parts["train"], standardise_rho, rng)
+        y, X, boxed = _clip_to_boxes(y, X, release.codebook)
+        book = release.codebook
     scaling = book.scaling()
     if book.feature_norm is not None:
         norms = np.linalg.norm(X, axis=1)
@@ -453,11 +486,6 @@ def load_table_split(
         "scaling": scaling.to_dict(),
     }
     flags = np.hstack([y_flags, x_flags] + ([Z_flags] if Z_flags is not None else []))
-    if test_fraction > 0:
-        perm = np.random.default_rng(seed).permutation(n)
-        parts = {"train": np.sort(perm[n_test:]), "test": np.sort(perm[:n_test])}
-    else:
-        parts = {"train": np.arange(n)}
     description = f"user table {source} with codebook {book.source}" + (
         f": {book.description.rstrip('. ')}" if book.description else ""
     )
@@ -469,6 +497,16 @@ def load_table_split(
     out: dict[str, Dataset] = {}
     for part, idx in parts.items():
         part_steps = list(steps)
+        if release is not None:
+            part_steps.append(
+                {
+                    "step": "private_standardisation",
+                    **release.to_dict(),
+                    "released_on": "train",
+                    "data_derived_nonprivate": False,
+                    "privacy": STANDARDISATION_PRIVACY,
+                }
+            )
         part_steps.append(record)
         if test_fraction > 0:
             part_steps.append(
@@ -498,6 +536,19 @@ def load_table_split(
                     "privacy": NOT_RELEASED,
                 }
             )
+        if release is not None:
+            part_steps.append(
+                {
+                    "step": "private_box_clip_counts",
+                    "counted_on": part,
+                    "clipped_to_private_box": {
+                        c: int(k)
+                        for c, k in zip(release.names, boxed[idx].sum(axis=0), strict=True)
+                    },
+                    "data_derived_nonprivate": True,
+                    "privacy": NOT_RELEASED,
+                }
+            )
         out[part] = Dataset(
             name=name,
             X=Xs[idx],
@@ -517,6 +568,29 @@ def load_table_split(
     return out["train"], out.get("test")
 
 
+def _standardise(
+    y: np.ndarray,
+    X: np.ndarray,
+    book: Codebook,
+    train: np.ndarray,
+    rho: float,
+    rng: np.random.Generator | int | None,
+) -> PrivateScaling:
+    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    values = np.column_stack([y[train, 0], X[train]])
+    return private_standardisation(values, book, rho=rho, rng=generator)
+
+
+def _clip_to_boxes(
+    y: np.ndarray, X: np.ndarray, book: Codebook
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Clip the response and features to the released boxes; return them and the flags."""
+    A = np.column_stack([y, X])
+    ranges = np.array([book.range(name) for name in (book.response, *book.features)])
+    clipped = np.clip(A, ranges[:, 0], ranges[:, 1])
+    return clipped[:, :1], clipped[:, 1:], clipped != A
+
+
 def load_table(
     path: str | os.PathLike[str] | pd.DataFrame,
     codebook: Codebook | str | os.PathLike[str],
@@ -527,6 +601,8 @@ def load_table(
     test_fraction: float = 0.0,
     seed: int = 0,
     fetcher: Any = None,
+    standardise_rho: float | None = None,
+    rng: np.random.Generator | int | None = None,
 ) -> Dataset:
     """Load a user's table with its codebook: rows in the unit ball (module docstring).
 
@@ -551,6 +627,16 @@ def load_table(
         Seed of the held-out rows' permutation (the workflow passes the dataset's seed).
     fetcher : ignored
         Accepted like every loader's (nothing is downloaded).
+    standardise_rho : float, optional
+        Only with a codebook that has ``standardise:`` (and then required): the zCDP
+        level spent on the private means and standard deviations of the training rows
+        (:mod:`dpreg.data.private_scaling`); the rows are then clipped to the released
+        boxes and mapped with them, and ``preprocessing`` records the release (step
+        ``private_standardisation``) and the clip counts to the boxes (step
+        ``private_box_clip_counts``, outside the guarantee). The caller composes this
+        level into the fit's budget (:func:`dpreg.linear_model.fit_table` does).
+    rng : numpy.random.Generator or int, optional
+        Source of the standardisation's noise.
 
     Returns
     -------
@@ -582,6 +668,8 @@ def load_table(
         test_fraction=test_fraction,
         seed=seed,
         fetcher=fetcher,
+        standardise_rho=standardise_rho,
+        rng=rng,
     )[0]
 
 
@@ -599,6 +687,32 @@ def table_scaling(dataset: Dataset) -> PublicScaling:
         if step.get("step") == "codebook":
             return PublicScaling.from_dict(step["scaling"])
     raise ValueError(f"{dataset.name}: not loaded from a table with a codebook (no codebook step)")
+
+
+def standardisation_record(dataset: Dataset) -> dict[str, Any] | None:
+    """Return the private standardisation's release recorded on a loaded dataset, or None.
+
+    The step ``private_standardisation`` of ``preprocessing`` (public: part of the
+    release; :meth:`dpreg.data.private_scaling.PrivateScaling.to_dict`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dpreg.data.codebook import parse_codebook
+    >>> book = parse_codebook({"response": "y", "features": ["x"], "standardise": {"share": 0.1},
+    ...     "columns": {"y": {"range": [-9, 9]}, "x": {"range": [-9, 9]}}})
+    >>> frame = pd.DataFrame({"x": [0.1, -0.2, 0.3, 0.0] * 50, "y": [0.0, 0.1, -0.1, 0.2] * 50})
+    >>> record = standardisation_record(load_table(frame, book, standardise_rho=1.0, rng=0))
+    >>> record["columns"], record["n"], len(record["rounds"])
+    (['y', 'x'], 200, 3)
+    >>> from dataclasses import replace
+    >>> standardisation_record(load_table(frame, replace(book, standardise=None))) is None
+    True
+    """
+    for step in dataset.preprocessing:
+        if step.get("step") == "private_standardisation":
+            return dict(step)
+    return None
 
 
 # ----------------------------------------------------------------------------- config
@@ -664,6 +778,12 @@ def check_table_options(
         book = read_codebook(book_path, sha256=digests["codebook_sha256"])
     except (CodebookError, DataIntegrityError) as err:
         raise ValueError(f"{where}.codebook: {err}") from None
+    if book.standardise is not None:
+        raise ValueError(
+            f"{where}.codebook: {book_path}: standardise: the workflow's table loader has no"
+            " budget to spend on a private standardisation; remove the entry (it is for"
+            " dpreg fit and dpreg.linear_model.fit_table)"
+        )
     if Path(path).is_file():
         try:
             _verify(path, digests["sha256"])
