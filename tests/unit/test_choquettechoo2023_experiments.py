@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpreg.estimators.ftrl_correlations import independent
+from dpreg.experiments.choquettechoo2023_claims import check, fig2_slope_table
 from dpreg.experiments.claims import check_claims
 from dpreg.experiments.kinds import get_kind
+from dpreg.theory.ftrl_finite_time import theorem_d11_for
 
 SIM_CELL = {
     "panel": "d",
@@ -155,3 +158,57 @@ def test_table3_kind_and_claims():
         check({"table": "table3", "T": 10, "participations": 2, "separation": 2, "schema": "x"})
     with pytest.raises(ValueError, match="T <= 64"):
         check({"table": "table3", "T": 100, "participations": 2, "separation": 2})
+
+
+def test_finite_time_bounds_in_the_sim_table():
+    cell = {**SIM_CELL, "initial_distance": 3.0, "tail_fraction": 0.1, "T": 400}
+    table = _study("ftrl_linreg_sim", cell, trials=4)
+    r = table[(table.mechanism == "sgd") & (table.d == 8)].iloc[0]
+    lam = 1.0 / np.arange(1, 9)
+    expected = theorem_d11_for(independent(), lam, 0.05, 400 - 40, initial_distance=3.0)
+    assert r["bound_d11"] == pytest.approx(expected, rel=1e-12)
+    assert np.all(table["bound_d13"] >= table["bound_d11"])
+    assert np.all(table["bound_d11"] >= table["theory_upper"])  # transient > 0
+    # from the optimum the bound is Theorem C.15's F_inf bound
+    start = _study("ftrl_linreg_sim", SIM_CELL, trials=1)
+    np.testing.assert_allclose(start["bound_d11"], start["theory_upper"], rtol=1e-12)
+    with pytest.raises(ValueError, match="initial_distance"):
+        get_kind("ftrl_linreg_sim").validate_cell({**SIM_CELL, "initial_distance": -1.0})
+
+
+def _finite_time_table(mean_ftrl: float, bound_ftrl: float) -> pd.DataFrame:
+    base = {"panel": "d", "d": 8, "alpha": 1.0, "eta": 0.05, "initial_distance": 1.0}
+    return pd.DataFrame(
+        [
+            {**base, "mechanism": "sgd", "mean": 0.1, "se": 0.01, "bound_d11": 1.0},
+            {
+                **base,
+                "mechanism": "nu_ftrl",
+                "mean": mean_ftrl,
+                "se": 0.01,
+                "bound_d11": bound_ftrl,
+            },
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("mean_ftrl", "bound_ftrl", "below", "ordered"),
+    [
+        (0.01, 0.5, "yes", "yes"),
+        (0.53, 0.5, "NO", "yes"),
+        (0.51, 0.5, "yes", "yes"),
+        (0.01, 1.5, "yes", "NO"),
+    ],
+)
+def test_finite_time_claims_pass_and_fail(mean_ftrl, bound_ftrl, below, ordered):
+    claims = check({"s": _finite_time_table(mean_ftrl, bound_ftrl)})["claims"]
+    got = dict(zip(claims["claim"], claims["passed"], strict=True))
+    assert got["simulated error below the finite-time bound in every cell"] == below
+    assert got["nu-DP-FTRL's finite-time bound below DP-SGD's"] == ordered
+
+
+def test_fig2_slope_claims_skip_finite_time_studies():
+    t = _finite_time_table(0.01, 0.5).assign(slope_sim=1.0, slope_lti=1.0, slope_rate=1.0)
+    assert len(fig2_slope_table({"s": t})) == 0  # started away from the optimum: skipped
+    assert len(fig2_slope_table({"s": t.assign(initial_distance=0.0)})) == 2

@@ -90,7 +90,8 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
     ),
     "ftrl_linreg_sim": (
         "Asymptotic suboptimality F_inf of each mechanism against the study's x-axis "
-        "(log axes): simulated mean with standard-error bars beside the exact LTI value."
+        "(log axes): simulated mean with standard-error bars beside the exact LTI value "
+        "and the finite-time upper bound of Theorem D.11 at the tail's first step (dotted)."
     ),
     "ftrl_socp_bound": (
         "Theorem 3.1's bound on F_inf against the condition number kappa (log axes) per "

@@ -11,7 +11,9 @@ Five study kinds are registered (see :mod:`dpreg.experiments.kinds`):
 ``ftrl_linreg_sim``
     Fig. 2: streaming linear-regression simulations of Noisy-SGD and ν-Noisy-FTRL
     (:func:`dpreg.estimators.ftrl.simulate_streaming_regression`) with the exact LTI
-    theory values beside them, and fitted log-log slopes next to the paper's.
+    theory values, the finite-time bounds of Theorems D.11 / D.13(c)
+    (:mod:`dpreg.theory.ftrl_finite_time`) beside them, and fitted log-log slopes next to
+    the paper's.
 ``ftrl_socp_bound``
     Fig. 3: Theorem 3.1's SOCP bound against the condition number
     (:func:`dpreg.theory.ftrl_socp.socp_curve`).
@@ -57,7 +59,7 @@ from dpreg.experiments.params import (
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS
 from dpreg.theory import ftrl as theory
-from dpreg.theory import ftrl_socp
+from dpreg.theory import ftrl_finite_time, ftrl_socp
 
 __all__ = [
     "FIG2_PAPER_SLOPES",
@@ -489,6 +491,13 @@ class FtrlLinregSimParams(KindParams):
         check=half_open_interval(0, 1),
     )
     record_every: int = param(100, doc="thinning of the recorded trace", check=positive_integer)
+    initial_distance: float = param(
+        0.0,
+        doc="distance of theta_0 from theta* along (1,...,1)/sqrt(d) (0: start at the optimum); the"
+        " finite-time bounds of Theorems D.11 / D.13(c) (`bound_d11`, `bound_d13`) then"
+        " carry a transient",
+        check=finite(nonnegative),
+    )
 
 
 SIM_DESIGN = [
@@ -503,6 +512,7 @@ SIM_DESIGN = [
     "T",
     "rho",
     "sigma_sgd",
+    "initial_distance",
 ]
 
 
@@ -539,6 +549,7 @@ def _sim_spec(P: FtrlLinregSimParams) -> dict[str, Any]:
         "sigma_sgd": float(P.sigma_sgd),
         "tail_fraction": float(P.tail_fraction),
         "record_every": int(P.record_every),
+        "initial_distance": float(P.initial_distance),
     }
 
 
@@ -580,7 +591,9 @@ def run_linreg_sim(
 
     Rows (one per trial and sub-cell): ``suboptimality`` (tail mean of
     :math:`F(\theta_t) - F^\star`), the exact LTI value ``theory_lti`` (= the C.18
-    lower bound), ``theory_upper`` (C.15), the Theorem 2.2 rate ``theory_rate``,
+    lower bound), ``theory_upper`` (C.15), the Theorem 2.2 rate ``theory_rate``, the
+    finite-time bounds ``bound_d11`` / ``bound_d13`` (Theorems D.11 / D.13(c), evaluated
+    at the tail's first step ``T - n_tail``),
     ``late_over_early`` (stationarity check) and the design.
     """
     P = _params(FtrlLinregSimParams, cell)
@@ -609,9 +622,19 @@ def _run_sim_subcell(
         sigma_sgd=spec["sigma_sgd"],
         tail_fraction=spec["tail_fraction"],
         record_every=spec["record_every"],
+        initial_distance=spec["initial_distance"],
     )
     lam, eta = spec["lam"], spec["eta"]
     kw = {"rho": spec["rho"], "clip": spec["clip"], "sigma_sgd": spec["sigma_sgd"]}
+    # the tail averages F(theta_t) for t > T - n_tail; the bounds decrease in t, so their
+    # value at t0 = T - n_tail bounds the tail mean (App. D, docs/choquettechoo2023.md)
+    t0 = spec["T"] - res.n_tail
+    bounds = {
+        f"bound_{form}": ftrl_finite_time.theorem_d11_for(
+            corr, lam, eta, t0, initial_distance=spec["initial_distance"], form=form, **kw
+        )
+        for form in ("d11", "d13")
+    }
     rates = theory.theorem22_rates(lam, eta, spec["nu"], **kw)
     base = {
         "panel": spec["panel"],
@@ -625,9 +648,11 @@ def _run_sim_subcell(
         "T": spec["T"],
         "rho": spec["rho"],
         "sigma_sgd": spec["sigma_sgd"],
+        "initial_distance": spec["initial_distance"],
         "theory_lti": theory.lti_suboptimality(corr, lam, eta, **kw),
         "theory_upper": theory.theorem_c15_upper(corr, lam, eta, **kw),
         "theory_rate": rates["sgd" if spec["mechanism"] == "sgd" else "nu_ftrl"],
+        **bounds,
         "noise_multiplier": res.noise_multiplier,
         "gamma_sq": res.sensitivity_sq,
         "n_tail": res.n_tail,
@@ -663,10 +688,12 @@ def _slope(x: np.ndarray, y: np.ndarray) -> float:
 def summarise_linreg_sim(
     runs: pd.DataFrame, references: Sequence[Mapping[str, Any]] = ()
 ) -> pd.DataFrame:
-    """Mean, SE and theory per cell; slopes per (panel, mechanism); FTRL/SGD ratio.
+    r"""Mean, SE and theory per cell; slopes per (panel, mechanism); FTRL/SGD ratio.
 
     Columns: the design, ``mean``, ``se`` (std / sqrt(runs)), ``runs``, ``theory_lti``,
-    ``theory_upper``, ``theory_rate``, ``sim_over_lti``, ``late_over_early``;
+    ``theory_upper``, ``theory_rate``, the finite-time bounds ``bound_d11`` /
+    ``bound_d13`` (Theorems D.11 / D.13(c) at the tail's first step, with Theorem C.15's
+    :math:`F_\infty` upper bound), ``sim_over_lti``, ``late_over_early``;
     ``x`` (the panel's axis value), ``slope_sim`` / ``slope_lti`` / ``slope_rate``
     (log-log least squares over the panel), ``slope_paper`` (Fig. 2 caption);
     ``ratio_to_sgd_sim`` and ``ratio_to_sgd_lti`` where the SGD cell exists.
@@ -682,6 +709,8 @@ def summarise_linreg_sim(
         theory_lti=("theory_lti", "first"),
         theory_upper=("theory_upper", "first"),
         theory_rate=("theory_rate", "first"),
+        bound_d11=("bound_d11", "first"),
+        bound_d13=("bound_d13", "first"),
         late_over_early=("late_over_early", "mean"),
         noise_multiplier=("noise_multiplier", "first"),
     ).reset_index()
