@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 import matplotlib
@@ -91,7 +92,7 @@ def plot_fig2(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
             col = colors.get(mech, "black")
             slope_sim, slope_lti = float(g["slope_sim"].iloc[0]), float(g["slope_lti"].iloc[0])
             paper = float(g["slope_paper"].iloc[0])
-            paper_txt = "" if math.isnan(paper) else f", paper {paper:.2f}"
+            paper_txt = "" if math.isnan(paper) or finite_time else f", paper {paper:.2f}"
             ax.errorbar(
                 g["x"],
                 g["mean"],
@@ -122,6 +123,10 @@ def plot_fig2(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(PANEL_X[panel])
+        if panel == "d":  # label the simulated dimensions, not the log decades
+            ax.set_xticks(sorted(set(sub["x"])))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_ylabel(
             r"tail-mean suboptimality $F(\theta_t) - F^\star$"
             if finite_time
@@ -129,7 +134,8 @@ def plot_fig2(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
         )
         ax.legend(fontsize=6.5)
     if title:
-        fig.suptitle(title)
+        # one panel is narrow: wrap long study titles
+        fig.suptitle("\n".join(textwrap.wrap(title, 45 * len(panels))), fontsize=10)
     fig.tight_layout()
     return fig
 
