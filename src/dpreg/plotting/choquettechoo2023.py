@@ -283,6 +283,9 @@ def plot_fig4_digits(table: pd.DataFrame, *, title: str | None = None) -> plt.Fi
     if len(ref):
         ax.axhline(float(ref.iloc[0]), color="black", linestyle="--", label="non-private")
     ax.set_xscale("log")
+    eps = sorted(set(private["epsilon"].astype(float)))
+    ax.set_xticks(eps, [f"{e:g}" for e in eps])
+    ax.minorticks_off()
     ax.set_xlabel(r"$\varepsilon$ (matched $(\varepsilon, \delta)$)")
     ax.set_ylabel("test accuracy")
     ax.legend(fontsize=8, loc="lower right")
