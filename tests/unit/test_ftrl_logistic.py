@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dpreg.estimators.ftrl_logistic as ftrl_logistic
 from dpreg import ZCDP, ApproxDP
@@ -32,7 +34,7 @@ from dpreg.experiments.choquettechoo2023_digits import (
 )
 from dpreg.experiments.studies import run_chunk
 from dpreg.privacy.conversions import eps_to_zcdp, zcdp_to_eps
-from dpreg.privacy.correlated import toeplitz_matrix
+from dpreg.privacy.correlated import multi_participation_sensitivity_sq, toeplitz_matrix
 
 SMOKE = Path(__file__).resolve().parents[2] / "config" / "smoke.yaml"
 
@@ -76,6 +78,10 @@ def test_budget_equals_an_independent_computation(corr, eps):
         trials=2, eta=0.5, clip=0.7, correlation=corr, batch_size=batch, epochs=epochs,
     )  # fmt: skip
     gamma_sq = _brute_force_sensitivity_sq(corr.encoder(epochs * S), S, epochs)
+    project = multi_participation_sensitivity_sq(
+        corr.encoder(epochs * S), epochs, S, schema="fixed_epoch"
+    )
+    assert project == pytest.approx(gamma_sq, rel=1e-12)
     if corr.name == "sgd":
         assert gamma_sq == epochs
     rho = eps_to_zcdp(eps, 1e-6, "tight")
@@ -87,6 +93,26 @@ def test_budget_equals_an_independent_computation(corr, eps):
     assert fit.budget_spent.epsilon <= eps * (1 + 1e-9)
     assert fit.diagnostics["participations"] == epochs
     assert fit.diagnostics["separation"] == S
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    eps=st.floats(0.05, 30.0),
+    epochs=st.integers(1, 4),
+    batch=st.integers(1, 20),
+    which=st.sampled_from(["sgd", "nu_ftrl", "optimal_cc"]),
+    nu=st.floats(0.001, 0.9),
+)
+def test_certified_epsilon_is_the_target_for_any_design(eps, epochs, batch, which, nu):
+    X, labels = _toy(n=40)
+    fit = train_dp_ftrl_logistic(
+        X, labels, n_classes=3, budget=ApproxDP(eps, 1e-6), rng=np.random.default_rng(0),
+        eta=0.5, clip=1.0, correlation=which, nu=nu, batch_size=batch, epochs=epochs,
+    )  # fmt: skip
+    assert fit.budget_spent.epsilon <= eps * (1 + 1e-9)
+    assert fit.budget_spent.epsilon >= eps * (1 - 1e-6)
+    rho = fit.diagnostics["sensitivity_sq"] / (2 * fit.diagnostics["noise_multiplier"] ** 2)
+    assert fit.diagnostics["rho_certified"] == pytest.approx(rho, rel=1e-12)
 
 
 def test_zcdp_budget_and_replace_one():

@@ -238,6 +238,8 @@ def train_dp_ftrl_logistic(
     ((3, 4, 2), 20, 2)
     >>> fit.budget_spent.epsilon <= 4.0
     True
+    >>> fit.accuracy(X, labels).shape, fit.predict(X[:5]).shape
+    ((3,), (3, 5))
     """
     X = check_matrix(X, "X")
     n, d = X.shape
