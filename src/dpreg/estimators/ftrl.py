@@ -79,7 +79,12 @@ __all__ = [
     "fit_dp_ftrl",
     "fit_dp_sgd_stream",
     "multi_epoch_sensitivity_sq",
+    "check_epochs",
+    "resolve_correlation",
     "simulate_streaming_regression",
+    "stream_calibration",
+    "stream_certificate",
+    "stream_noise",
 ]
 
 SENSITIVITIES: tuple[str, ...] = ("finite", "infinite")
@@ -460,6 +465,208 @@ def multi_epoch_sensitivity_sq(
     return multi_participation_sensitivity_sq(c, epochs, b, schema="fixed_epoch")
 
 
+def resolve_correlation(
+    correlation: ToeplitzCorrelation | _Factorization | str,
+    nu: float | None = None,
+    eta: float | None = None,
+) -> ToeplitzCorrelation | _Factorization:
+    """Return a correlation object from an object or a name of :data:`CORRELATIONS`.
+
+    Parameters
+    ----------
+    correlation : ToeplitzCorrelation, MatrixFactorization, FFTFactorization or str
+        Returned as is if an object; a name is built by
+        :func:`~dpreg.estimators.ftrl_correlations.correlation_from_name`.
+    nu, eta : float, optional
+        The damping (``"nu_ftrl"``, ``"damped_anti_pgd"``) and the learning rate
+        (``"optimal_mean_estimation"``).
+
+    Returns
+    -------
+    ToeplitzCorrelation or MatrixFactorization or FFTFactorization
+
+    Examples
+    --------
+    >>> resolve_correlation("nu_ftrl", nu=0.1).label()
+    'nu_ftrl (nu=0.1)'
+    """
+    return _resolve_correlation(correlation, nu, eta)
+
+
+def check_epochs(epochs: object) -> int:
+    """Return ``epochs`` as an int after checking it is an integer >= 1 (named in the error).
+
+    Examples
+    --------
+    >>> check_epochs(3)
+    3
+    """
+    return _check_epochs(epochs)
+
+
+def stream_calibration(
+    corr: ToeplitzCorrelation | _Factorization,
+    *,
+    steps_per_epoch: int,
+    epochs: int,
+    sensitivity: str,
+    budget: ZCDP | ApproxDP | None,
+    noise_multiplier: float | None,
+    method: str,
+    conversion: str,
+    neighbours: str,
+    allow_zero_noise: bool = False,
+) -> tuple[float, float]:
+    r"""Sensitivity :math:`\gamma^2` and noise multiplier :math:`\sigma_{dp}` of a DP-FTRL stream.
+
+    The stream takes :math:`T = ES` steps (``epochs`` :math:`E` passes of
+    ``steps_per_epoch`` :math:`S` steps in one fixed order). :math:`\gamma^2` is
+    :func:`multi_epoch_sensitivity_sq` (the fixed-epoch multi-participation sensitivity;
+    :math:`\gamma_T^2` of Theorem 1.1 for :math:`E = 1`, or :math:`\gamma_\infty^2` with
+    ``sensitivity="infinite"``), and :math:`\sigma_{dp}` is
+    :func:`~dpreg.privacy.correlated.ftrl_noise_multiplier` of ``budget`` at that
+    sensitivity, or ``noise_multiplier`` as given (then ``budget`` must be ``None``).
+    Shared by :func:`fit_dp_ftrl` and the other trainers on the same stream
+    (:mod:`dpreg.estimators.ftrl_logistic`).
+
+    Parameters
+    ----------
+    corr : ToeplitzCorrelation, MatrixFactorization or FFTFactorization
+        A factorization must be built for :math:`T = ES`.
+    steps_per_epoch, epochs : int
+    sensitivity : {"finite", "infinite"}
+    budget : ZCDP or ApproxDP or None
+    noise_multiplier : float or None
+    method, conversion, neighbours : str
+        See :func:`~dpreg.privacy.correlated.ftrl_noise_multiplier`.
+    allow_zero_noise : bool
+        Accept ``noise_multiplier=0`` (no noise: a non-private run).
+
+    Returns
+    -------
+    (float, float)
+        :math:`(\gamma^2, \sigma_{dp})`.
+
+    Examples
+    --------
+    >>> from dpreg import ZCDP
+    >>> from dpreg.estimators.ftrl_correlations import independent
+    >>> stream_calibration(independent(), steps_per_epoch=10, epochs=2, sensitivity="finite",
+    ...     budget=ZCDP(1.0), noise_multiplier=None, method="zcdp", conversion="tight",
+    ...     neighbours="zero_out")
+    (2.0, 1.0)
+    """
+    T = epochs * steps_per_epoch
+    if isinstance(corr, _Factorization):
+        if corr.T != T:
+            raise ValueError(
+                f"the factorization has horizon T={corr.T} but epochs={epochs} passes of"
+                f" n // batch_size = {steps_per_epoch} steps take {T}; build it for T={T}"
+            )
+        if sensitivity != "finite":
+            raise ValueError("a matrix factorization has a finite horizon: sensitivity='finite'")
+        gamma_sq = multi_epoch_sensitivity_sq(corr, steps_per_epoch, epochs)
+    elif epochs > 1:
+        gamma_sq = multi_epoch_sensitivity_sq(corr, steps_per_epoch, epochs)
+    else:
+        gamma_sq = corr.sensitivity_sq(T) if sensitivity == "finite" else corr.gamma_inf_sq
+    if math.isinf(gamma_sq):
+        raise ValueError(
+            f"correlation {corr.name} has infinite gamma_inf; use sensitivity='finite'"
+        )
+    gamma = math.sqrt(gamma_sq)
+    if noise_multiplier is not None:
+        if budget is not None:
+            raise ValueError("give either budget or noise_multiplier, not both")
+        if allow_zero_noise and noise_multiplier == 0:
+            return gamma_sq, 0.0
+        sigma_dp = check_positive(noise_multiplier, "noise_multiplier")
+    else:
+        if budget is None:
+            raise ValueError("budget is required (or pass noise_multiplier)")
+        check_budget(budget)
+        sigma_dp = ftrl_noise_multiplier(
+            budget, gamma, method=method, conversion=conversion, neighbours=neighbours
+        )
+    return gamma_sq, sigma_dp
+
+
+def stream_noise(
+    corr: ToeplitzCorrelation | _Factorization, T: int, columns: int, rng: np.random.Generator
+) -> np.ndarray:
+    r"""Correlated noise :math:`Bz` of unit scale for ``T`` steps and ``columns`` coordinates.
+
+    Toeplitz :math:`B`: :math:`z \sim \mathcal N(0, I)` of shape ``(T, columns)``
+    convolved with :math:`\beta` (:func:`correlated_noise`); a factorization: its own
+    ``noise``. Multiply by :math:`\sigma_{dp}G` (and divide by the batch size for a mean
+    gradient) to get the noise of Algorithm 1.
+
+    Returns
+    -------
+    ndarray, shape (T, columns)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg.estimators.ftrl_correlations import independent
+    >>> stream_noise(independent(), 4, 3, np.random.default_rng(0)).shape
+    (4, 3)
+    """
+    if isinstance(corr, _Factorization):
+        return corr.noise(rng, columns)
+    w = rng.standard_normal((T, columns))
+    return correlated_noise(corr.coefficients(T), w)
+
+
+def stream_certificate(
+    sigma_dp: float,
+    gamma: float,
+    budget: ZCDP | ApproxDP | None,
+    *,
+    private: bool,
+    method: str,
+    conversion: str,
+    neighbours: str,
+) -> tuple[ZCDP | ApproxDP | None, float, float]:
+    r"""Return the budget certified by the noise actually added: ``(spent, rho, epsilon)``.
+
+    :math:`\rho = \gamma^2/(2\sigma_{dp}^2)`
+    (:func:`~dpreg.privacy.correlated.ftrl_zcdp`) and, for an :class:`ApproxDP` request,
+    the :math:`\varepsilon` at its :math:`\delta`
+    (:func:`~dpreg.privacy.correlated.ftrl_epsilon`); recomputed from ``sigma_dp``,
+    never echoed from the request. ``private=False`` (no clipping or no noise): ``None``,
+    ``inf``, ``nan``.
+
+    Examples
+    --------
+    >>> from dpreg import ZCDP
+    >>> stream_certificate(1.0, 2.0, ZCDP(2.0), private=True, method="zcdp",
+    ...     conversion="tight", neighbours="zero_out")
+    (ZCDP(rho=2.0), 2.0, nan)
+    """
+    rho_certified = ftrl_zcdp(sigma_dp, gamma, neighbours).rho if private else math.inf
+    epsilon_certified = math.nan
+    if private and isinstance(budget, ApproxDP):
+        epsilon_certified = ftrl_epsilon(
+            sigma_dp,
+            gamma,
+            budget.delta,
+            method=method,
+            conversion=conversion,
+            neighbours=neighbours,
+        ).epsilon
+    if not private:
+        spent = None
+    elif isinstance(budget, ApproxDP):
+        # a certificate of 0 means (0, delta)-DP, which implies the requested (eps, delta)
+        spent = ApproxDP(
+            epsilon_certified if epsilon_certified > 0 else budget.epsilon, budget.delta
+        )
+    else:
+        spent = ZCDP(rho_certified)
+    return spent, rho_certified, epsilon_certified
+
+
 def fit_dp_ftrl(
     X: np.ndarray,
     y: np.ndarray,
@@ -650,35 +857,18 @@ def fit_dp_ftrl(
             f"epochs={epochs}: sensitivity='infinite' (gamma_inf) is a single-participation"
             " guarantee; several epochs are calibrated with sensitivity='finite'"
         )
-    if isinstance(corr, _Factorization):
-        if corr.T != T:
-            raise ValueError(
-                f"the factorization has horizon T={corr.T} but epochs={epochs} passes of"
-                f" n // batch_size = {steps_per_epoch} steps take {T}; build it for T={T}"
-            )
-        if sensitivity != "finite":
-            raise ValueError("a matrix factorization has a finite horizon: sensitivity='finite'")
-        gamma_sq = multi_epoch_sensitivity_sq(corr, steps_per_epoch, epochs)
-    elif epochs > 1:
-        gamma_sq = multi_epoch_sensitivity_sq(corr, steps_per_epoch, epochs)
-    else:
-        gamma_sq = corr.sensitivity_sq(T) if sensitivity == "finite" else corr.gamma_inf_sq
-    if math.isinf(gamma_sq):
-        raise ValueError(
-            f"correlation {corr.name} has infinite gamma_inf; use sensitivity='finite'"
-        )
+    gamma_sq, sigma_dp = stream_calibration(
+        corr,
+        steps_per_epoch=steps_per_epoch,
+        epochs=epochs,
+        sensitivity=sensitivity,
+        budget=budget,
+        noise_multiplier=noise_multiplier,
+        method=method,
+        conversion=conversion,
+        neighbours=neighbours,
+    )
     gamma = math.sqrt(gamma_sq)
-    if noise_multiplier is not None:
-        if budget is not None:
-            raise ValueError("give either budget or noise_multiplier, not both")
-        sigma_dp = check_positive(noise_multiplier, "noise_multiplier")
-    else:
-        if budget is None:
-            raise ValueError("budget is required (or pass noise_multiplier)")
-        check_budget(budget)
-        sigma_dp = ftrl_noise_multiplier(
-            budget, gamma, method=method, conversion=conversion, neighbours=neighbours
-        )
     theta = np.zeros((trials, d))
     if theta0 is not None:
         t0 = np.asarray(theta0, dtype=np.float64).ravel()
@@ -687,14 +877,9 @@ def fit_dp_ftrl(
         theta[:] = t0
     # Noisy-FTRL (clip = inf) keeps the paper's noise scale sigma_dp * G with G = 1.
     noise_std = sigma_dp * (1.0 if math.isinf(clip) else clip) / batch_size
-    if noise_std > 0 and isinstance(corr, _Factorization):
-        noise = corr.noise(rng, trials * d).reshape(T, trials, d)
+    if noise_std > 0:
+        noise = stream_noise(corr, T, trials * d, rng).reshape(T, trials, d)
         noise *= noise_std
-    elif noise_std > 0:
-        w = rng.standard_normal((T, trials * d))
-        noise = correlated_noise(corr.coefficients(T), w).reshape(T, trials, d)
-        noise *= noise_std
-        del w
     else:
         noise = None
     # one order for every epoch (drawn once): the fixed-epoch schema of the sensitivity
@@ -723,28 +908,15 @@ def fit_dp_ftrl(
         if path is not None:
             path[:, t] = theta
     private = not math.isinf(clip) and sigma_dp > 0
-    # budget_spent is recomputed from the noise actually added (sigma_dp) and the
-    # sensitivity of this run's correlation, never echoed from the request.
-    rho_certified = ftrl_zcdp(sigma_dp, gamma, neighbours).rho if private else math.inf
-    epsilon_certified = math.nan
-    if private and isinstance(budget, ApproxDP):
-        epsilon_certified = ftrl_epsilon(
-            sigma_dp,
-            gamma,
-            budget.delta,
-            method=method,
-            conversion=conversion,
-            neighbours=neighbours,
-        ).epsilon
-    if not private:
-        spent = None
-    elif isinstance(budget, ApproxDP):
-        # a certificate of 0 means (0, delta)-DP, which implies the requested (eps, delta)
-        spent = ApproxDP(
-            epsilon_certified if epsilon_certified > 0 else budget.epsilon, budget.delta
-        )
-    else:
-        spent = ZCDP(rho_certified)
+    spent, rho_certified, epsilon_certified = stream_certificate(
+        sigma_dp,
+        gamma,
+        budget,
+        private=private,
+        method=method,
+        conversion=conversion,
+        neighbours=neighbours,
+    )
     diagnostics: dict[str, Any] = {
         "noise_multiplier": sigma_dp,
         "sensitivity_sq": gamma_sq,

@@ -15,6 +15,10 @@ paper-scale configs share the checks. Criteria:
   the paper's values.
 * App. D (finite time): every simulated tail mean lies below Theorem D.11's bound
   (mean - 2 SE <= bound); ν-FTRL's bound below Noisy-SGD's in every matched cell.
+* Fig. 4, scaled-down analogue on digits (``ftrl_digits``): at every epsilon the mean
+  paired difference of test accuracy, nu-DP-FTRL minus DP-SGD (same trial), is not
+  significantly negative: difference + 2 SE >= 0 (SE of the paired differences). The
+  value is the difference; its z is in the criterion text.
 * Fig. 3: bounds equal the exact quadratic value at kappa = 1 (rel. 2e-3); SGD >=
   nu-FTRL >= Optimized at every kappa; the nu-FTRL/SGD ratio falls with kappa.
 """
@@ -359,6 +363,26 @@ def _fig3(name: str, t: pd.DataFrame) -> list[dict[str, object]]:
     return rows
 
 
+def _fig4_digits(name: str, t: pd.DataFrame) -> list[dict[str, object]]:
+    rows = []
+    nu = t[t["method"] == "nu_ftrl"].sort_values("epsilon")
+    for _, r in nu.iterrows():
+        diff, se = float(r["diff_vs_sgd"]), float(r["diff_vs_sgd_se"])
+        evaluable = int(r["runs"]) >= 2 and math.isfinite(se)
+        rows.append(
+            claim_row(
+                f"nu-DP-FTRL test accuracy >= DP-SGD's at eps={r['epsilon']:g} (digits analogue)",
+                "Fig. 4 / §4 (scaled-down analogue: logistic regression on digits)",
+                name,
+                "mean paired accuracy difference nu-DP-FTRL - DP-SGD",
+                diff,
+                f"difference + 2 SE >= 0 (SE {se:.3g}, z {diff / se if se > 0 else math.nan:.2f})",
+                bool(diff + 2.0 * se >= 0.0) if evaluable else None,
+            )
+        )
+    return rows
+
+
 def check(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
     """Evaluate the claims; returns ``claims`` and ``fig2_slopes``."""
     rows: list[dict[str, object]] = []
@@ -372,6 +396,8 @@ def check(tables: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
             rows += _fig3(name, t)
         elif {"bound_d11", "mean", "se", "mechanism"} <= cols:
             rows += _finite_time(name, t)
+        elif {"diff_vs_sgd", "diff_vs_sgd_se", "method", "epsilon"} <= cols:
+            rows += _fig4_digits(name, t)
     slopes = fig2_slope_table(tables)
     if len(slopes):
         rows += _fig2(slopes)

@@ -1,0 +1,365 @@
+r"""Multi-epoch DP-FTRL / DP-SGD for multinomial logistic regression (a classifier).
+
+Choquette-Choo et al. (2023), Algorithm 1 with a Toeplitz noise correlation (Eq. 13)
+applied to a model that is learned, not to a quadratic: the scaled-down analogue of the
+paper's Fig. 4 (docs/choquettechoo2023.md). The released weights
+:math:`W \in \mathbb R^{d\times K}` follow
+
+.. math::
+
+    W_{t+1} = W_t - \eta\Big(\frac1b\sum_{i\in\text{batch}_t}
+    \mathrm{clip}\big(x_i(\mathrm{softmax}(W_t^\top x_i) - e_{y_i})^\top, G\big)
+    + \frac{\sigma_{dp}G}{b}\sum_{\tau\le t}\beta_\tau w_{t-\tau}\Big),
+    \qquad w_\tau \sim \mathcal N(0, I_{d\times K}),
+
+with :math:`T = E\lfloor n/b\rfloor` steps: ``epochs`` :math:`E` passes over the rows in
+one order drawn before the first epoch (the fixed-epoch participation schema, each row in
+:math:`E` batches :math:`\lfloor n/b\rfloor` steps apart). Per-example gradients are
+clipped in Frobenius norm at the public :math:`G`.
+
+Everything about the noise and the privacy is the project's DP-FTRL stream, not a copy:
+the correlation (:func:`~dpreg.estimators.ftrl.resolve_correlation`), the multi-epoch
+sensitivity and the noise multiplier (:func:`~dpreg.estimators.ftrl.stream_calibration`,
+i.e. :func:`~dpreg.estimators.ftrl.multi_epoch_sensitivity_sq` and
+:func:`~dpreg.privacy.correlated.ftrl_noise_multiplier`), the noise
+(:func:`~dpreg.estimators.ftrl.stream_noise`) and the certificate
+(:func:`~dpreg.estimators.ftrl.stream_certificate`). The release is post-processing of
+the Gaussian mechanism :math:`C(\sum_{i\in\text{batch}_t}\mathrm{clip}(\cdot))_t + w`;
+under zero-out neighbours a row changes its :math:`E` batch sums by at most :math:`G`
+each (any direction in :math:`\mathbb R^{d\times K}`), whatever the model, so the
+sensitivity of the linear-regression stream carries over unchanged.
+
+This is a classifier (integer labels, weights of shape ``(trials, d, classes)``), not a
+regression estimator of the registry's contract (``docs/architecture.md``), so it is a
+library function used by the study kind ``ftrl_digits``
+(:mod:`dpreg.experiments.choquettechoo2023_digits`), not in ``ESTIMATORS``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpreg._validation import (
+    check_choice,
+    check_matrix,
+    check_positive,
+    check_rng,
+    check_row_norm_bound,
+    check_trials,
+)
+from dpreg.estimators.ftrl import (
+    MAX_STEPS,
+    check_epochs,
+    resolve_correlation,
+    stream_calibration,
+    stream_certificate,
+    stream_noise,
+)
+from dpreg.estimators.ftrl_correlations import ToeplitzCorrelation
+from dpreg.privacy.budgets import ZCDP, ApproxDP
+from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
+from dpreg.privacy.correlated import CALIBRATIONS, NEIGHBOURS
+
+__all__ = ["ClassifierFit", "softmax_accuracy", "train_dp_ftrl_logistic"]
+
+
+@dataclass(frozen=True)
+class ClassifierFit:
+    """The output of :func:`train_dp_ftrl_logistic`, vectorised over trials.
+
+    Attributes
+    ----------
+    weights : ndarray, shape (trials, d, classes)
+        Released weights of each trial.
+    budget_spent : ZCDP or ApproxDP or None
+        Certified per trial from the noise actually added (``None``: not private).
+    diagnostics : dict
+        Public inputs and noise calibration (``noise_multiplier``, ``sensitivity_sq``,
+        ``steps``, ``epochs``, ``participations``, ``separation``, ...).
+    nonprivate_diagnostics : dict
+        ``clip_fraction`` (trials,): computed from the data without noise, outside the
+        guarantee.
+    """
+
+    weights: np.ndarray
+    budget_spent: ZCDP | ApproxDP | None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    nonprivate_diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Return the predicted classes, shape (trials, m): the argmax of the scores."""
+        X = check_matrix(X, "X")
+        return np.argmax(np.einsum("md,tdk->tmk", X, self.weights), axis=2)
+
+    def accuracy(self, X: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Return the share of rows classified correctly, per trial, shape (trials,)."""
+        return softmax_accuracy(self.weights, X, labels)
+
+
+def softmax_accuracy(weights: np.ndarray, X: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Accuracy of linear classifiers ``weights`` (trials, d, classes) on ``(X, labels)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W = np.zeros((1, 2, 2)); W[0, 0, 1] = 1.0
+    >>> softmax_accuracy(W, np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([1, 0]))
+    array([1.])
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 3:
+        raise ValueError(f"weights must have shape (trials, d, classes); got {weights.shape}")
+    X = check_matrix(X, "X")
+    labels = _check_labels(labels, X.shape[0], weights.shape[2])
+    pred = np.argmax(np.einsum("md,tdk->tmk", X, weights), axis=2)
+    return np.mean(pred == labels[None, :], axis=1)
+
+
+def _check_labels(labels: Any, n: int, n_classes: int) -> np.ndarray:
+    arr = np.asarray(labels)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"labels must be integers in [0, {n_classes}); got dtype {arr.dtype}")
+    if arr.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},) like the rows of X; got {arr.shape}")
+    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
+        raise ValueError(f"labels must lie in [0, {n_classes}) (n_classes={n_classes})")
+    return arr.astype(np.int64)
+
+
+def train_dp_ftrl_logistic(
+    X: np.ndarray,
+    labels: np.ndarray,
+    *,
+    n_classes: int,
+    budget: ZCDP | ApproxDP | None,
+    rng: np.random.Generator | Sequence[np.random.Generator],
+    trials: int = 1,
+    eta: float,
+    clip: float,
+    correlation: ToeplitzCorrelation | str = "nu_ftrl",
+    nu: float | None = None,
+    batch_size: int,
+    epochs: int = 1,
+    bound_X: float | None = None,
+    method: str = "zcdp",
+    conversion: str = DEFAULT_CONVERSION,
+    neighbours: str = "zero_out",
+    noise_multiplier: float | None = None,
+) -> ClassifierFit:
+    r"""Train a multinomial logistic regression with DP-FTRL (correlated) or DP-SGD noise.
+
+    Algorithm 1 of Choquette-Choo et al. (2023) with Toeplitz :math:`B` (Eq. 13) on the
+    softmax cross-entropy, minibatches of ``batch_size`` rows, ``epochs`` passes in one
+    order per trial (module docstring). Zero-out neighbouring relation (App. A.2;
+    ``neighbours="replace_one"`` doubles the sensitivity). Public inputs: ``clip``,
+    ``eta``, ``batch_size``, ``epochs``, ``nu``, ``n_classes``, ``bound_X`` and the
+    number of rows :math:`n`; the labels' range ``[0, n_classes)``.
+
+    Privacy: :math:`\gamma^2` = :func:`~dpreg.estimators.ftrl.multi_epoch_sensitivity_sq`
+    (fixed-epoch schema, :math:`k = E` participations :math:`\lfloor n/b\rfloor` apart;
+    DP-SGD: :math:`\gamma^2 = E`), :math:`\sigma_{dp}` from the budget by
+    :func:`~dpreg.privacy.correlated.ftrl_noise_multiplier` (``method="zcdp"``: the
+    largest :math:`\rho` whose ``conversion`` gives the requested
+    :math:`(\varepsilon, \delta)`, App. A.2), and ``budget_spent`` recomputed from the
+    :math:`\sigma_{dp}` actually used (:math:`\rho = \gamma^2/(2\sigma_{dp}^2)`, then
+    :math:`\varepsilon` by the same conversion). Every iterate is covered.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        Features; with ``bound_X`` every row norm is checked to be at most it (never
+        clipped silently).
+    labels : array_like of int, shape (n,)
+        Classes in ``[0, n_classes)``.
+    n_classes : int
+        Number of classes :math:`K \ge 2` (public).
+    budget : ZCDP or ApproxDP or None
+        Target per trial; ``None`` with ``noise_multiplier`` instead.
+    rng : numpy.random.Generator or sequence of Generator
+        Source of the noise and then of each trial's order. A sequence of ``trials``
+        generators gives trial ``j`` its own stream ``rng[j]`` (its noise, then its
+        order), so a vectorised call equals a loop of one-trial calls with the same
+        generators.
+    trials : int
+        Independent runs (own order and noise), vectorised along the leading axis.
+    eta : float
+        Learning rate :math:`\eta` (constant).
+    clip : float
+        Per-example clip norm :math:`G` (Frobenius norm of :math:`x(p - e_y)^\top`).
+    correlation : ToeplitzCorrelation or str
+        ``"nu_ftrl"`` (needs ``nu``), ``"sgd"`` (DP-SGD: independent noise),
+        ``"optimal_cc"``, ``"damped_anti_pgd"`` (needs ``nu``), ``"anti_pgd"`` or a
+        :class:`~dpreg.estimators.ftrl_correlations.ToeplitzCorrelation`.
+    nu : float, optional
+        Damping of ν-FTRL (Eq. 7).
+    batch_size : int
+        Rows per step :math:`b \le n`; the last :math:`n \bmod b` rows of each trial's
+        order are not used.
+    epochs : int
+        Passes :math:`E \ge 1`.
+    bound_X : float, optional
+        Public bound on the row norms, checked.
+    method, conversion, neighbours : str
+        Calibration, see :func:`~dpreg.privacy.correlated.ftrl_noise_multiplier`.
+    noise_multiplier : float, optional
+        Use this :math:`\sigma_{dp} \ge 0` (then ``budget=None``); 0 is a non-private run
+        (``budget_spent=None``), e.g. the non-private reference with ``clip=inf``.
+
+    Returns
+    -------
+    ClassifierFit
+        ``weights`` (trials, d, n_classes), ``budget_spent`` (as requested: ApproxDP or
+        ZCDP; ``None`` without clipping or noise), ``diagnostics`` ``noise_multiplier``,
+        ``sensitivity_sq``, ``steps``, ``epochs``, ``participations``, ``separation``,
+        ``participation_schema``, ``batch_size``, ``correlation``, ``nu``, ``clip``,
+        ``rho_certified`` (and ``epsilon_certified``); non-private ``clip_fraction``.
+
+    Raises
+    ------
+    ValueError
+        For bad input, naming the argument, before any work.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ApproxDP
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 0.3, size=(200, 4))
+    >>> labels = (X[:, 0] > X[:, 1]).astype(int)
+    >>> fit = train_dp_ftrl_logistic(X, labels, n_classes=2, budget=ApproxDP(4.0, 1e-5),
+    ...     rng=rng, trials=3, eta=1.0, clip=1.0, correlation="nu_ftrl", nu=0.05,
+    ...     batch_size=20, epochs=2)
+    >>> fit.weights.shape, fit.diagnostics["steps"], fit.diagnostics["participations"]
+    ((3, 4, 2), 20, 2)
+    >>> fit.budget_spent.epsilon <= 4.0
+    True
+    >>> fit.accuracy(X, labels).shape, fit.predict(X[:5]).shape
+    ((3,), (3, 5))
+    """
+    X = check_matrix(X, "X")
+    n, d = X.shape
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int | np.integer) or n_classes < 2:
+        raise ValueError(f"n_classes must be an integer >= 2; got {n_classes!r}")
+    n_classes = int(n_classes)
+    labels = _check_labels(labels, n, n_classes)
+    if bound_X is not None:
+        check_row_norm_bound(X, bound_X, "X", "bound_X")
+    epochs = check_epochs(epochs)
+    batch_size = check_trials(batch_size, name="batch_size")
+    if batch_size > n:
+        raise ValueError(f"batch_size={batch_size} exceeds the number of rows n={n}")
+    steps_per_epoch = n // batch_size
+    T = epochs * steps_per_epoch
+    if T > MAX_STEPS:
+        raise ValueError(
+            f"epochs={epochs} passes of {steps_per_epoch} steps make T = {T} steps, more than"
+            f" MAX_STEPS = {MAX_STEPS}"
+        )
+    # noise (T d K), weights and order per trial
+    trials = check_trials(trials, bytes_per_trial=8 * (T * d * n_classes + 2 * d * n_classes + n))
+    if isinstance(rng, list | tuple):
+        if len(rng) != trials:
+            raise ValueError(
+                f"rng: a sequence needs one generator per trial ({trials}); got {len(rng)}"
+            )
+        rngs = [check_rng(r) for r in rng]
+    else:
+        rngs = None
+        check_rng(rng)
+    eta = check_positive(eta, "eta")
+    clip = check_positive(clip, "clip", allow_inf=True)
+    if not isinstance(correlation, ToeplitzCorrelation | str):
+        raise ValueError(
+            f"correlation must be a ToeplitzCorrelation or a name; got {correlation!r}"
+        )
+    corr = resolve_correlation(correlation, nu, eta)
+    check_choice(method, "method", CALIBRATIONS)
+    check_choice(conversion, "conversion", CONVERSIONS)
+    check_choice(neighbours, "neighbours", NEIGHBOURS)
+    gamma_sq, sigma_dp = stream_calibration(
+        corr,
+        steps_per_epoch=steps_per_epoch,
+        epochs=epochs,
+        sensitivity="finite",
+        budget=budget,
+        noise_multiplier=noise_multiplier,
+        method=method,
+        conversion=conversion,
+        neighbours=neighbours,
+        allow_zero_noise=True,
+    )
+    gamma = math.sqrt(gamma_sq)
+    columns = d * n_classes
+    noise = None
+    used = steps_per_epoch * batch_size
+    if rngs is None:
+        if sigma_dp > 0:
+            noise = stream_noise(corr, T, trials * columns, rng).reshape(T, trials, d, n_classes)
+        order = np.argsort(rng.random((trials, n)), axis=1)[:, :used]
+    else:
+        if sigma_dp > 0:
+            noise = np.stack([stream_noise(corr, T, columns, r) for r in rngs], axis=1)
+            noise = noise.reshape(T, trials, d, n_classes)
+        order = np.stack([np.argsort(r.random(n))[:used] for r in rngs])
+    if noise is not None:
+        noise *= sigma_dp * (1.0 if math.isinf(clip) else clip) / batch_size
+    order = order.reshape(trials, steps_per_epoch, batch_size)
+    onehot = np.eye(n_classes)[labels]
+    x_norm = np.linalg.norm(X, axis=1)
+    W = np.zeros((trials, d, n_classes))
+    clipped = np.zeros(trials)
+    for t in range(T):
+        idx = order[:, t % steps_per_epoch, :]  # (trials, b)
+        Xb = X[idx]  # (trials, b, d)
+        logits = np.einsum("tbd,tdk->tbk", Xb, W)
+        logits -= logits.max(axis=2, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=2, keepdims=True)
+        r = p - onehot[idx]  # per-example gradient x r^T, Frobenius norm |x| |r|
+        if not math.isinf(clip):
+            norms = x_norm[idx] * np.linalg.norm(r, axis=2)
+            clipped += np.count_nonzero(norms > clip, axis=1)
+            r *= (clip / np.maximum(norms, clip))[:, :, None]
+        grad = np.einsum("tbd,tbk->tdk", Xb, r) / batch_size
+        if noise is not None:
+            grad += noise[t]
+        W -= eta * grad
+    private = not math.isinf(clip) and sigma_dp > 0
+    spent, rho_certified, epsilon_certified = stream_certificate(
+        sigma_dp,
+        gamma,
+        budget,
+        private=private,
+        method=method,
+        conversion=conversion,
+        neighbours=neighbours,
+    )
+    diagnostics: dict[str, Any] = {
+        "noise_multiplier": sigma_dp,
+        "sensitivity_sq": gamma_sq,
+        "steps": T,
+        "epochs": epochs,
+        "participations": epochs,
+        "separation": steps_per_epoch,
+        "participation_schema": "fixed_epoch",
+        "batch_size": batch_size,
+        "correlation": corr.name,
+        "nu": getattr(corr, "nu", math.nan),
+        "clip": clip,
+        "eta": eta,
+        "rho_certified": rho_certified,
+        "neighbours": neighbours,
+    }
+    if private and isinstance(budget, ApproxDP):
+        diagnostics["epsilon_certified"] = epsilon_certified
+    return ClassifierFit(
+        weights=W,
+        budget_spent=spent,
+        diagnostics=diagnostics,
+        nonprivate_diagnostics={"clip_fraction": clipped / (T * batch_size)},
+    )
