@@ -461,7 +461,9 @@ def fit_ihm(
     -------
     Fit
         ``theta`` (trials, d); ``path`` (trials, T, d) of :math:`\hat\theta_1..\hat\theta_T`;
-        ``budget_spent = ApproxDP(epsilon, delta)``; diagnostics: ``gamma``, ``sigma``
+        ``budget_spent`` = ApproxDP(exact epsilon of the noise added, delta) (the
+        target up to the solve tolerance under ``"rdp"``; under ``"code"`` below it, or
+        above it outside the classic bound's range); diagnostics: ``gamma``, ``sigma``
         (gradient noise scale), ``tau``, ``k``, ``T``, ``clip``, ``failure_prob``,
         ``lambda_min_noisy`` (trials,) (:math:`\tilde\lambda`), ``eta2`` (trials,)
         (:math:`\eta^2`), ``sketch_hessian_mean`` (trials, d, d) (the mean over t of the
