@@ -377,8 +377,11 @@ def check_hyper_blocks(config: Mapping[str, Any]) -> None:
                     f"config studies.{study}.params.hyper: {stray} not run by this study"
                     f" (it runs {sorted(runs)}); fix the name or remove the block"
                 )
+        # eps_grid's `variants` map a label (a key of `hyper`) to the estimator it runs
+        variants = params.get("variants") or {}
         for name, values in hyper.items():
-            check_hyperparameters(str(name), values, where=f"studies.{study}.params.hyper")
+            registry = variants.get(name, name) if isinstance(variants, Mapping) else name
+            check_hyperparameters(str(registry), values, where=f"studies.{study}.params.hyper")
 
 
 HYPER_PASSED_BY_STUDY = frozenset({"budget", "rng", "trials", "bound_X", "bound_y"})

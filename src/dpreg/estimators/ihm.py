@@ -14,7 +14,8 @@ The module is layered as the project's conventions ask:
 * :func:`ihm_privacy_pieces` -- the accountant (Lemma 1, Lemma 3, eqs. 39--42) for
   given noise levels, with the mixing RDP of :mod:`dpreg.privacy.mixing`;
 * :func:`ihm_gamma`, :func:`ihm_sigma`, :func:`ihm_calibration` -- the noise levels
-  for a budget, exact (numeric) or Theorem 1's closed forms;
+  for a budget, exact (numeric), Theorem 1's closed forms, or the authors' code's
+  accounting (:func:`ihm_code_half_epsilon`);
 * :func:`fit_ihm` -- the validated public estimator (registry name ``"ihm"``).
 
 The sketches are sampled exactly from the Gram matrix (:mod:`dpreg.estimators.gram_sketch`)
@@ -37,7 +38,7 @@ from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
 from dpreg.privacy.mixing import mixing_epsilon, smallest_gamma
 from dpreg.results import Fit
 
-GAMMA_METHODS = ("rdp", "closed_form")
+GAMMA_METHODS = ("rdp", "closed_form", "code")
 VARIANTS = ("experiments", "paper")
 SAMPLERS = ("gram", "direct")
 
@@ -52,6 +53,7 @@ __all__ = [
     "IHMCalibration",
     "fit_ihm",
     "ihm_calibration",
+    "ihm_code_half_epsilon",
     "ihm_gamma",
     "ihm_privacy_pieces",
     "ihm_sigma",
@@ -159,6 +161,57 @@ def ihm_privacy_pieces(
 # ----------------------------------------------------------------------- calibration
 
 
+def ihm_code_half_epsilon(gamma: float, delta: float, k: int, T: int) -> float:
+    r"""Epsilon of the eigenvalue test + T sketches as the authors' code accounts it.
+
+    Eq. (42)'s first two terms with the *classic* Gaussian bound for the eigenvalue test
+    (Dwork & Roth 2014, Thm A.1) and :math:`\delta' = \delta/4` for both the test and
+    the RDP-to-DP conversion (App. C.1.1; docs/notes/lev2026.md §3.2, "(code) Exact
+    solve"):
+
+    .. math::
+
+        \varepsilon_{\rm code}(\gamma) = \frac{\sqrt{2\log(1.25/\delta')}\,\sqrt k}{\gamma}
+        + \min_{1<\alpha<\gamma}\Big\{T\varphi(\alpha;k,\gamma)
+        + \frac{\log(1/\delta')+(\alpha-1)\log(1-1/\alpha)-\log\alpha}{\alpha-1}\Big\},
+
+    with :math:`\varphi` of Lemma 1 (:func:`~dpreg.privacy.mixing.mixing_rdp`); since
+    :math:`1.25/\delta' = 5/\delta`, the first term is eq. (42)'s
+    :math:`\sqrt{2k\log(5/\delta)}/\gamma`. The second term is the same as in
+    :func:`ihm_privacy_pieces` (``epsilon_mixing``); only the first differs.
+
+    *Validity.* The classic bound certifies a Gaussian release at :math:`(\varepsilon_e,
+    \delta')` only for :math:`\varepsilon_e = \sqrt{2\log(1.25/\delta')}\sqrt k/\gamma
+    < 1`. Below 1 it is an over-estimate of the exact profile, so the value returned here
+    is then an upper bound on the epsilon certified by :func:`ihm_privacy_pieces`; at
+    or above 1 it certifies nothing, and the exact epsilon at this gamma may exceed it.
+
+    Parameters
+    ----------
+    gamma : float
+        Mixing level (> 1).
+    delta : float
+        Total delta of the IHM run (the test and the conversion each get delta/4).
+    k, T : int
+        Sketch size and iterations.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> e = ihm_code_half_epsilon(546.48, 1.0 / 14_000**2, 156, 3)
+    >>> round(e, 3)
+    0.316
+    """
+    if not gamma > 1.0:
+        raise ValueError(f"gamma must exceed 1 (Lemma 1 needs 1 < alpha < gamma); got {gamma!r}")
+    dq = delta / 4.0
+    classic = math.sqrt(2.0 * math.log(1.25 / dq)) * math.sqrt(k) / gamma
+    return classic + mixing_epsilon(gamma, k * T, dq)[0]
+
+
 @functools.lru_cache(maxsize=1024)  # pure in its arguments; studies call it per trial
 def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp") -> float:
     r"""Mixing level :math:`\gamma` for the (eigenvalue test + sketches) half of the budget.
@@ -169,7 +222,7 @@ def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp")
         The *total* budget of one IHM run; this part gets :math:`(\varepsilon/2, 3\delta/4)`.
     k, T : int
         Sketch size and iterations.
-    method : {"rdp", "closed_form"}
+    method : {"rdp", "closed_form", "code"}
         ``"rdp"``: the smallest :math:`\gamma \ge 5/2` with
         ``epsilon_eigen + epsilon_mixing <= epsilon / 2`` in
         :func:`ihm_privacy_pieces` (eq. 42's form with the exact eigenvalue-test term),
@@ -181,10 +234,26 @@ def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp")
         (-1+\sqrt{1+\varepsilon/(8\log(5/\delta))})}`, which solves
         :math:`\frac{kT}{2\gamma^2}+\frac{2\sqrt{2kT\log(5/\delta)}}{\gamma}=\frac\varepsilon2`
         (eqs. 18, 44), floored at 5/2.
+        ``"code"``: the authors' code's accounting, the smallest :math:`\gamma \ge 5/2`
+        with :func:`ihm_code_half_epsilon` :math:`\le \varepsilon/2` (eq. 42 with the
+        classic Gaussian bound for the eigenvalue test), found by the same bisection.
+        Where that classic term is below 1 (small epsilon relative to
+        :math:`\sqrt{k\log(5/\delta)}/\gamma`) this gamma is larger than the
+        ``"rdp"`` one and certifies the target with room to spare; where it is not,
+        the classic bound is not a DP guarantee and the exact epsilon at this gamma
+        (:func:`ihm_privacy_pieces`, which :func:`fit_ihm` reports as
+        ``budget_spent``) can exceed the target. Used to reproduce the paper's
+        figures with the authors' noise levels (docs/lev2026.md).
 
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> k, T, delta = 156, 3, 1.0 / 14_000**2
+    >>> ihm_gamma(0.631, delta, k, T, "code") > ihm_gamma(0.631, delta, k, T, "rdp")
+    True
     """
     check_choice(method, "gamma_method", GAMMA_METHODS)
     if method == "closed_form":
@@ -195,6 +264,8 @@ def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp")
     dq = delta / 4.0
 
     def half_epsilon(g: float) -> float:
+        if method == "code":
+            return ihm_code_half_epsilon(g, delta, k, T)
         return gaussian_epsilon(g / math.sqrt(k), dq, 1.0) + mixing_epsilon(g, k * T, dq)[0]
 
     return smallest_gamma(half_epsilon, epsilon / 2.0, GAMMA_MIN)
@@ -207,7 +278,9 @@ def ihm_sigma(epsilon: float, delta: float, T: int, clip: float, method: str = "
     ``"rdp"`` (exact): :math:`\sqrt T\,\mathrm{AGM}(\varepsilon/2, \delta/4, C)`, the
     analytic Gaussian mechanism (Balle & Wang 2018, Alg. 1) for the T-fold composition,
     which is one Gaussian mechanism with sensitivity :math:`\sqrt T C` (Lev et al. 2026,
-    App. H; docs/notes/lev2026.md §3.1). ``"closed_form"``: Theorem 1,
+    App. H; docs/notes/lev2026.md §3.1); ``"code"`` gives the same, as the authors' code
+    calibrates the gradients with the analytic Gaussian mechanism too. ``"closed_form"``:
+    Theorem 1,
     :math:`\sigma = \sqrt T C / (\sqrt{2\log(4/\delta)}\,
     (-1+\sqrt{1+\varepsilon/(2\log(4/\delta))}))`.
     """
@@ -359,11 +432,17 @@ def fit_ihm(
         \log(4T/\varrho)\}\rfloor`. Must be >= d.
     failure_prob : float, optional
         :math:`\varrho` in (0, 1); default ``delta / 10`` (§5). Enters ``k`` and ``tau``.
-    gamma_method : {"rdp", "closed_form"}, default "rdp"
+    gamma_method : {"rdp", "closed_form", "code"}, default "rdp"
         ``"rdp"``: :math:`\gamma` solved numerically from the RDP accountant and
         :math:`\sigma` from the analytic Gaussian mechanism (the experiments' exact
         calibration, :func:`ihm_gamma`, :func:`ihm_sigma`). ``"closed_form"``: both from
-        Theorem 1's closed forms.
+        Theorem 1's closed forms. ``"code"``: :math:`\gamma` as the authors' code
+        accounts it (eq. 42 with the classic Gaussian bound for the eigenvalue test,
+        :func:`ihm_code_half_epsilon`), :math:`\sigma` as ``"rdp"``; this reproduces
+        the paper's noise levels. Whatever the method, ``budget_spent`` is the exact
+        epsilon of the noise actually added, which under ``"code"`` differs from the
+        target (smaller where the classic bound is valid, possibly larger where it
+        is not).
     variant : {"experiments", "paper"}, default "experiments"
         ``"paper"``: line 6 as printed,
         :math:`\widetilde G_t = X^\top\mathrm{clip}_C(Y-X\hat\theta_t) - \eta^2\hat\theta_t
@@ -382,7 +461,9 @@ def fit_ihm(
     -------
     Fit
         ``theta`` (trials, d); ``path`` (trials, T, d) of :math:`\hat\theta_1..\hat\theta_T`;
-        ``budget_spent = ApproxDP(epsilon, delta)``; diagnostics: ``gamma``, ``sigma``
+        ``budget_spent`` = ApproxDP(exact epsilon of the noise added, delta) (the
+        target up to the solve tolerance under ``"rdp"``; under ``"code"`` below it, or
+        above it outside the classic bound's range); diagnostics: ``gamma``, ``sigma``
         (gradient noise scale), ``tau``, ``k``, ``T``, ``clip``, ``failure_prob``,
         ``lambda_min_noisy`` (trials,) (:math:`\tilde\lambda`), ``eta2`` (trials,)
         (:math:`\eta^2`), ``sketch_hessian_mean`` (trials, d, d) (the mean over t of the

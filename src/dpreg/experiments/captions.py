@@ -21,8 +21,9 @@ __all__ = ["FIGURE_DESCRIPTIONS", "TABLE_DESCRIPTIONS", "study_caption"]
 FIGURE_DESCRIPTIONS: dict[str, str] = {
     "eps_grid": (
         "Train MSE against epsilon (log axes), one panel per dataset and one line per "
-        "estimator: mean over trials with a 95% band (mean +/- 1.96 SE); the dashed line "
-        "is non-private OLS."
+        "estimator (a label of `variants` is the estimator it names, run with the label's "
+        "own hyper block): mean over trials with a 95% band (mean +/- 1.96 SE); the dashed "
+        "line is non-private OLS."
     ),
     "lev_table2": (
         "Per-dataset quantities of Lev et al. Table 2 computed on our data (n, d, L/n, "

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from dpreg.data.datasets import Dataset
-from dpreg.estimators import get_estimator
-from dpreg.experiments.budgets import budget_columns
+from dpreg.estimators import ESTIMATORS, get_estimator
+from dpreg.experiments.budgets import budget_columns, spent_columns
 from dpreg.experiments.params import KindParams, choice, open_interval, param, positive
 from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.budgets import ApproxDP
@@ -53,6 +53,7 @@ def run_eps_cell(
     bound_X: float = 1.0,
     bound_y: float = 1.0,
     conversion: str = "tight",
+    label: str | None = None,
 ) -> pd.DataFrame:
     """Run ``trials`` independent fits of a DP estimator and score them against OLS.
 
@@ -79,11 +80,17 @@ def run_eps_cell(
         Public bounds passed to the estimator.
     conversion : str
         Name of the zCDP <-> (epsilon, delta) conversion recorded with the budget.
+    label : str, optional
+        Name recorded in the ``estimator`` column (a study's variant label, e.g.
+        ``ihm_code``); default ``estimator``.
 
     Returns
     -------
     DataFrame
-        One row per trial: ``trial``, ``seed``, budget columns, ``mse`` (train MSE
+        One row per trial: ``trial``, ``seed``, budget columns (the target),
+        ``spent_epsilon``, ``spent_delta``, ``spent_rho`` (what the estimator certified
+        for the noise it added, :func:`~dpreg.experiments.budgets.spent_columns`),
+        ``mse`` (train MSE
         ``||y - X theta||^2 / n``), ``mse_ols``, ``excess_mse``, ``param_error``
         (``||theta - theta_ols||``), ``hyper``
         (JSON of the keyword arguments the estimator was called with besides the data,
@@ -112,7 +119,7 @@ def run_eps_cell(
             "trial": np.arange(first_trial, first_trial + trials, dtype=np.int64),
             "seed": np.full(trials, seed, dtype=np.uint64),
             "stream": np.full(trials, stream, dtype=np.int64),
-            "estimator": estimator,
+            "estimator": estimator if label is None else label,
             "mse": mse,
             "mse_ols": mse_ols,
             "excess_mse": mse - mse_ols,
@@ -126,6 +133,9 @@ def run_eps_cell(
         }
     )
     for key, value in budget_columns(epsilon=epsilon, delta=delta, conversion=conversion).items():
+        frame[key] = value
+    spent = spent_columns(fit.budget_spent, delta=delta, conversion=conversion)
+    for key, value in spent.items():
         frame[key] = value
     rho_mech = fit.diagnostics.get("rho_zcdp")
     frame["rho_mechanism"] = float(rho_mech) if rho_mech is not None else math.nan
@@ -164,9 +174,16 @@ class EpsGridParams(KindParams):
     delta: float | None = param(None, doc="delta of `delta_rule: fixed`", check=open_interval(0, 1))
     hyper: dict = param(
         {},
-        doc="estimator name -> hyperparameters (checked against the estimator's signature:"
-        " unknown keys, keys the study sets itself, wrong types and signs stop the dry run;"
-        " recorded in every row's `hyper` column)",
+        doc="estimator name (or variant label) -> hyperparameters (checked against the"
+        " estimator's signature: unknown keys, keys the study sets itself, wrong types and"
+        " signs stop the dry run; recorded in every row's `hyper` column)",
+    )
+    variants: dict = param(
+        {},
+        doc="label -> estimator registry name: a label listed in `estimator` runs that"
+        " estimator with `hyper.<label>` and its rows carry the label (e.g. `ihm_code: ihm`"
+        " beside `ihm`, two settings of one estimator in one figure); a label may not be a"
+        " registry name and must be listed in `estimator`",
     )
     bound_X: float = param(
         1.0, doc="public bound on max row norm (after preprocessing)", check=positive
@@ -178,11 +195,33 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
+def _registry_names(P: EpsGridParams) -> dict[str, str]:
+    """Map each label in ``estimator`` to the registry name it runs (``variants``)."""
+    variants = P.variants or {}
+    labels = [str(name) for name in _as_list(P.estimator)]
+    for label, target in variants.items():
+        if not isinstance(target, str):
+            raise ValueError(f"variants.{label}: must name a registry estimator; got {target!r}")
+        if label in ESTIMATORS:
+            raise ValueError(
+                f"variants.{label}: {label!r} is a registry name; choose another label"
+            )
+        if label not in labels:
+            raise ValueError(
+                f"variants.{label}: not listed in `estimator` ({labels}), so it would not run"
+            )
+    return {label: variants.get(label, label) for label in labels}
+
+
 def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
     """Validate one ``eps_grid`` cell before any job runs (so the dry run stops on it)."""
     P = EpsGridParams.from_cell(cell)
-    for name in _as_list(P.estimator):
-        params = inspect.signature(get_estimator(name)).parameters
+    names = _registry_names(P)
+    for label, name in names.items():
+        try:
+            params = inspect.signature(get_estimator(name)).parameters
+        except ValueError as err:
+            raise ValueError(f"estimator {label}: {err}") from None
         if "Z" in params:
             raise ValueError(
                 f"estimator {name!r} is an IV estimator (it needs instruments Z); eps_grid"
@@ -198,8 +237,9 @@ def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
     if not all(isinstance(v, Mapping) for v in hyper.values()):
         raise ValueError("hyper must map estimator names to their hyperparameters")
     for name, values in hyper.items():
+        registry = names.get(name, name)
         try:
-            params = inspect.signature(get_estimator(name)).parameters
+            params = inspect.signature(get_estimator(registry)).parameters
         except ValueError as err:
             raise ValueError(f"hyper.{name}: {err}") from None
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
@@ -207,7 +247,7 @@ def check_eps_grid_cell(cell: Mapping[str, Any]) -> None:
         unknown = sorted(set(values) - set(params))
         if unknown:
             raise ValueError(
-                f"hyper.{name}: unknown hyperparameter(s) {unknown} for estimator {name!r}"
+                f"hyper.{name}: unknown hyperparameter(s) {unknown} for estimator {registry!r}"
             )
 
 
@@ -219,19 +259,22 @@ def run_eps_grid_cell(
     ``estimator`` and ``epsilon`` may each be one value or a list; a list runs every
     (estimator, epsilon) pair in this job (fewer, longer jobs for cheap estimators).
     Pair ``j`` (in config order, estimators outer) draws from
-    ``default_rng([seed, j])``, recorded as the row's ``seed`` and ``stream``.
+    ``default_rng([seed, j])``, recorded as the row's ``seed`` and ``stream``. A label of
+    ``variants`` runs its registry estimator with ``hyper.<label>`` and is recorded as
+    the rows' ``estimator``.
     """
     if data is None:
         raise ValueError("an eps_grid cell needs a dataset")
     P = EpsGridParams.from_cell(cell)
     delta = study_delta(data.X.shape[0], P.delta_rule, P.delta)
+    names = _registry_names(P)
     frames = []
     pairs = [(e, eps) for e in _as_list(P.estimator) for eps in _as_list(P.epsilon)]
     for stream, (estimator, epsilon) in enumerate(pairs):
         runs = run_eps_cell(
             data.X,
             data.y,
-            estimator=estimator,
+            estimator=names[str(estimator)],
             epsilon=float(epsilon),
             delta=delta,
             trials=trials,
@@ -242,6 +285,7 @@ def run_eps_grid_cell(
             bound_X=float(P.bound_X),
             bound_y=float(P.bound_y),
             conversion=cell["conversion"],
+            label=str(estimator),
         )
         frames.append(runs)
     runs = pd.concat(frames, ignore_index=True)
@@ -256,6 +300,9 @@ def summarise_eps_grid(runs: pd.DataFrame, references: Sequence[Mapping[str, Any
     """
     keys = ["dataset", "estimator", "epsilon", "delta", "rho", "conversion"]
     table = aggregate_trials(runs, keys, value="mse")
+    if "spent_epsilon" in runs:  # the largest epsilon certified in the cell (honest budget)
+        spent = runs.groupby(keys, sort=True, observed=True)["spent_epsilon"].max()
+        table = table.merge(spent.reset_index(), on=keys, how="left")
     ols = {ref["dataset"]: ref["ols"]["mse"] for ref in references}
     missing = set(table["dataset"]) - set(ols)
     if missing:
