@@ -226,7 +226,6 @@ def optimal_multi_participation_factorization(
     *,
     schema: str = "min_sep",
     nonnegative: bool = False,
-    orthogonal: bool = False,
     solver: str = "CLARABEL",
 ) -> MatrixFactorization:
     r"""Error-optimal factorization when an example participates up to ``k`` times.
@@ -245,10 +244,7 @@ def optimal_multi_participation_factorization(
     ``nonnegative=True`` is the formulation of Choquette-Choo et al. (2023b):
     :math:`X \ge 0` entrywise, where the sensitivity is linear,
     :math:`\mathbf 1^\top X_\pi\mathbf 1 \le 1` (a restriction: its error is never
-    below the exact one's). ``orthogonal=True`` (``schema="fixed_epoch"`` only) is the
-    constraint set of the large-``T`` solver :func:`~dpreg.estimators.ftrl_me.solve_me`:
-    :math:`X_\pi = I/k` on every pattern (equal column norms, orthogonal within a
-    pattern; also a restriction). ``k = 1`` is :func:`optimal_factorization`.
+    below the exact one's). ``k = 1`` is :func:`optimal_factorization`.
 
     Parameters
     ----------
@@ -258,7 +254,6 @@ def optimal_multi_participation_factorization(
         Participations and separation.
     schema : {"min_sep", "fixed_epoch"}
     nonnegative : bool
-    orthogonal : bool
     solver : str
         cvxpy solver (CLARABEL or SCS).
 
@@ -270,8 +265,6 @@ def optimal_multi_participation_factorization(
     import cvxpy as cp
 
     T = _check_horizon(T, 64)
-    if orthogonal and (nonnegative or schema != "fixed_epoch"):
-        raise ValueError("orthogonal=True needs schema='fixed_epoch' and nonnegative=False")
     patterns = participation_patterns(T, k, b, schema=schema)
     A = prefix_matrix(T)
     X = cp.Variable((T, T), PSD=True)
@@ -284,9 +277,7 @@ def optimal_multi_participation_factorization(
             continue
         S = eye[list(p)]
         block = S @ X @ S.T
-        if orthogonal:
-            constraints.append(block == np.eye(len(p)) / k)
-        elif nonnegative:
+        if nonnegative:
             constraints.append(cp.sum(block) <= 1)
         else:
             y = cp.Variable(len(p))
@@ -296,7 +287,7 @@ def optimal_multi_participation_factorization(
     prob.solve(solver=solver)
     if X.value is None:
         raise RuntimeError(f"the ME SDP failed (status {prob.status})")
-    tag = "nonneg" if nonnegative else "orthogonal" if orthogonal else "exact"
+    tag = "nonneg" if nonnegative else "exact"
     return _factor_gram(np.asarray(X.value), f"optimal_k{k}_b{b}_{schema}_{tag}")
 
 

@@ -5,44 +5,50 @@ Choquette-Choo et al. (2023), Table 3, row "Multi-Epoch (ME)" (Choquette-Choo et
 factorization minimises the prefix-sum error of Eq. (3),
 :math:`\mathrm{tr}(AX^{-1}A^\top)` over encoder Gram matrices :math:`X = C^\top C \succ
 0`, under a sensitivity constraint. :func:`~dpreg.estimators.ftrl_factorizations.
-optimal_factorization` solves it as an SDP (``T`` up to 64); this module solves it for
-``T`` in the thousands with one eigendecomposition per iteration.
+optimal_factorization` and ``optimal_multi_participation_factorization`` solve it as
+SDPs (``T`` up to 64); this module solves it for ``T`` in the thousands with one
+eigendecomposition per iteration.
 
 **Constraint set (our reading of 2023b, docs/choquettechoo2023.md deviation 17).** The
-steps are split into *groups* :math:`g_0, \dots, g_{m-1}` that partition
-:math:`[0, T)`; the constraint is :math:`X_{gg} = I` for every group (unit column
-norms, and the columns of :math:`C` of two steps in one group orthogonal). One
-participation: singleton groups, i.e. :math:`\mathrm{diag}(X) = 1`, Denisov et al.'s
-problem (the optimum has every diagonal constraint active, so ``=`` and ``<=``
-coincide). ``k`` participations ``b`` apart in the fixed-epoch pattern
-:math:`\{i, i+b, \dots, i+(k-1)b\}`: the groups are those patterns; since
-:math:`X_\pi = I` the worst case over gradient directions is exactly
-:math:`\mathrm{tr}X_\pi = |\pi|` (``pattern_sensitivity_sq``), whatever the signs of the
-other entries, so the squared sensitivity is :math:`k` for every factorization of the
-set. 2023b's optimal ME matrices show exactly this structure (orthogonal columns for
-the rounds one example may share); imposing it is a restriction of the exact
-multi-participation problem (never better, tested against the exact SDP).
+steps are split into *groups* that partition :math:`[0, T)`: singletons for one
+participation, the fixed-epoch patterns :math:`\{i, i+b, \dots\}` for ``k``
+participations ``b`` apart. The solver imposes :math:`X_{gg} = \mathrm{Diag}(d_g)`,
+:math:`\mathbf 1^\top d_g = 1`: the columns of :math:`C` of two steps one example may
+share are orthogonal (the structure of 2023b's optimal ME matrices) and their squared
+norms sum to 1, so the worst case over gradient directions
+(``pattern_sensitivity_sq``) is exactly 1 whatever the signs of the other entries. One
+participation: :math:`\mathrm{diag}(X) = 1`, Denisov et al.'s problem. The allocation
+:math:`d_g` is optimised too.
 
-**Algorithm (Denisov et al. 2022 fixed point, generalised to blocks).** With
-:math:`W = A^\top A` and a block-diagonal multiplier :math:`H \succ 0` (one symmetric
-block per group), the Lagrangian :math:`\mathrm{tr}(WX^{-1}) + \langle H, X - I\rangle`
-is minimised by the geometric mean :math:`X^\star(H) = H^{-1}\#W =
-L^{-\top}(L^\top WL)^{1/2}L^{-1}` (:math:`H = LL^\top`, block Cholesky), and the dual
-function is
+**Certificate (exact problem).** For any block-diagonal :math:`H \succ 0` whose block
+:math:`H_g` has a constant diagonal :math:`\mu_g`, :math:`H_g/\mu_g` is a correlation
+matrix, so :math:`\langle X_{gg}, H_g\rangle \le \mu_g` holds for every :math:`X` of
+multi-participation sensitivity at most 1 (any signs). Weak duality then gives
 
 .. math::
 
-    g(H) = 2\,\mathrm{tr}\big((L^\top W L)^{1/2}\big) - \mathrm{tr}(H)
-    \ \le\ \min_{X_{gg} = I}\mathrm{tr}(WX^{-1}),
+    g(H) = 2\,\mathrm{tr}\big((L^\top W L)^{1/2}\big) - \textstyle\sum_g \mu_g
+    \ \le\ \min\{\mathrm{tr}(WX^{-1}) : \text{sensitivity}(X) \le 1\},
 
-a certified lower bound for every :math:`H \succ 0` (weak duality). The update
-:math:`H_g \leftarrow H_g^{1/2}X^\star_{gg}H_g^{1/2}` (for singleton groups
-:math:`\lambda_i \leftarrow \lambda_i X^\star_{ii}`, Denisov et al.'s iteration) has the
-KKT points :math:`X^\star_{gg} = I` as fixed points. Every iterate gives a *feasible*
-primal point by a block-diagonal congruence, :math:`\tilde X = KX^\star K`,
-:math:`K_g = (X^\star_{gg})^{-1/2}`, so :math:`\tilde X_{gg} = I` exactly; its objective
-minus :math:`g(H)` is the duality gap, and the solver stops when the relative gap is
-at most ``tol``.
+:math:`W = A^\top A`, :math:`H = LL^\top` (block Cholesky): a lower bound on the
+*exact* problem (not only on the restricted one), the minimum of the Lagrangian
+being attained at the geometric mean :math:`X^\star(H) = H^{-1}\#W =
+L^{-\top}(L^\top WL)^{1/2}L^{-1}`. A zero gap therefore also proves the restriction
+lossless (it is, to the solver tolerance, in every case tested).
+
+**Iteration (Denisov et al.'s fixed point, generalised to blocks).** Lift every block
+to a constant diagonal (:math:`H_g \mathrel{+}= \mathrm{Diag}(\mu_g - (H_g)_{ii})`,
+:math:`\mu_g = \max_i (H_g)_{ii}`; keeps :math:`H \succ 0`), compute
+:math:`X^\star(H)`, then :math:`H_g \leftarrow H_g^{1/2}D_g^{-1/2}X^\star_{gg}
+D_g^{-1/2}H_g^{1/2}` and :math:`d_g \propto d_g \odot \mathrm{diag}(H_g)` (the
+allocation moves towards the steps whose multiplier is largest; at the optimum the
+diagonal of :math:`H_g` is constant). For singletons this is exactly
+:math:`\lambda_i \leftarrow \lambda_i X^\star_{ii}` (Denisov et al. 2022). Every
+iterate gives a *feasible* point by a block-diagonal congruence,
+:math:`\tilde X = K^\top X^\star K`, :math:`K_g = (X^\star_{gg})^{-1/2}D_g^{1/2}`, so
+:math:`\tilde X_{gg} = D_g` exactly; the solver stops when
+:math:`(\mathrm{tr}(W\tilde X^{-1}) - g(H))/\mathrm{tr}(W\tilde X^{-1}) \le`
+``tol``.
 """
 
 from __future__ import annotations
@@ -66,8 +72,9 @@ def fixed_epoch_groups(T: int, k: int, b: int | None) -> list[np.ndarray]:
     """Return the groups of the fixed-epoch pattern: ``{i + j b : j < k}`` for ``i < b``.
 
     ``k = 1`` gives singleton groups (one participation; ``b`` ignored). With ``k > 1``
-    the patterns must cover every step, so ``T <= k b`` is required (a step outside
-    every pattern would carry no sensitivity constraint).
+    the patterns must cover every step with groups of one size: ``T`` a multiple of
+    ``b`` and ``T <= k b`` (a step outside every pattern would carry no sensitivity
+    constraint).
 
     Examples
     --------
@@ -81,10 +88,10 @@ def fixed_epoch_groups(T: int, k: int, b: int | None) -> list[np.ndarray]:
         return [np.array([t]) for t in range(T)]
     if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1:
         raise ValueError(f"b must be a positive integer when k > 1; got {b!r}")
-    if T > k * b:
+    if T > k * b or T % b:
         raise ValueError(
-            f"T = {T} exceeds k * b = {k * b}: steps after the k-th epoch would be in no"
-            " participation pattern"
+            f"T = {T} must be a multiple of b = {b} and at most k * b = {k * b} (every step"
+            " in one participation pattern, all patterns of one length)"
         )
     return [np.arange(i, T, b)[:k] for i in range(min(b, T))]
 
@@ -96,14 +103,16 @@ class MESolution:
     Attributes
     ----------
     gram : ndarray, shape (T, T)
-        Feasible :math:`X = C^\top C` (:math:`X_{gg} = I` for every group).
+        Feasible :math:`X = C^\top C` (:math:`X_{gg} = \mathrm{Diag}(d_g)`,
+        :math:`\mathbf 1^\top d_g = 1`, for every group).
     objective : float
         :math:`\mathrm{tr}(AX^{-1}A^\top)` at ``gram`` (an upper bound on the optimum).
     dual_bound : float
-        Best dual value :math:`g(H)` (a lower bound on the optimum).
+        Best dual value :math:`g(H)`: a lower bound on the optimum of the *exact*
+        problem (sensitivity at most 1 under the participation model, any signs).
     sensitivity_sq : float
-        Squared sensitivity of ``gram`` under the participation model: the largest
-        group size (1 for one participation, ``k`` for ``k`` epochs).
+        Squared sensitivity of ``gram`` under the participation model (1 by
+        construction: each pattern's orthogonal columns have squared norms summing to 1).
     iterations : int
     converged : bool
         Whether the relative gap reached ``tol`` within ``max_iter``.
@@ -161,18 +170,21 @@ def solve_me(
 ) -> MESolution:
     r"""Error-optimal ME factorization for large ``T`` (fixed point with a duality gap).
 
-    Minimises :math:`\mathrm{tr}(AX^{-1}A^\top)` s.t. :math:`X_{gg} = I` for the groups
-    of :func:`fixed_epoch_groups` (one participation: :math:`\mathrm{diag}X = 1`,
-    Denisov et al. 2022; ``k`` fixed-epoch participations ``b`` apart: orthogonal unit
-    columns within each pattern, our reading of Choquette-Choo et al. 2023b). See the
-    module docstring for the dual bound, the iteration and the feasible primal point.
+    Minimises :math:`\mathrm{tr}(AX^{-1}A^\top)` s.t. :math:`X_{gg} = \mathrm{Diag}(d_g)`,
+    :math:`\mathbf 1^\top d_g = 1`, for the groups of :func:`fixed_epoch_groups` (one
+    participation: :math:`\mathrm{diag}X = 1`, Denisov et al. 2022; ``k`` fixed-epoch
+    participations ``b`` apart: orthogonal columns within each pattern, our reading of
+    Choquette-Choo et al. 2023b), the allocation :math:`d` included. See the module
+    docstring for the dual bound (valid for the exact problem), the iteration and the
+    feasible primal point.
 
     Parameters
     ----------
     T : int
         Horizon.
     k : int
-        Participations (epochs); ``k > 1`` needs ``b`` and ``T <= k b``.
+        Participations (epochs); ``k > 1`` needs ``b``, ``T`` a multiple of ``b`` and
+        ``T <= k b``.
     b : int, optional
         Separation (steps per epoch).
     workload : ndarray (T, T), optional
@@ -206,65 +218,63 @@ def solve_me(
     if np.linalg.eigvalsh(W)[0] <= 1e-12 * np.abs(W).max():
         raise ValueError("workload must have full column rank (A^T A positive definite)")
     start = time.perf_counter()
-    # pad every group to the same size p with dummy steps so blocks stack; the padded
-    # system keeps the groups independent (dummies get identity rows/columns).
-    p = max(len(g) for g in groups)
+    p = len(groups[0])
     n = len(groups)
-    order = np.full(n * p, -1)
-    for j, g in enumerate(groups):
-        order[j * p : j * p + len(g)] = g
-    real = order >= 0
-    Wp = np.eye(n * p)
-    Wp[np.ix_(real, real)] = W[np.ix_(order[real], order[real])]
+    order = np.concatenate(groups)
+    Wp = W[np.ix_(order, order)]  # grouped order: H is block diagonal with (p, p) blocks
     H = np.broadcast_to(np.eye(p), (n, p, p)).copy()
-    best_primal, best_dual, best_X = np.inf, -np.inf, None
+    d = np.full((n, p), 1.0 / p)
+    eye = np.eye(p, dtype=bool)
+    best_primal, best_dual, best = np.inf, -np.inf, None
     converged, iterations = False, 0
     for _ in range(int(max_iter)):
         iterations += 1
+        diag = np.diagonal(H, axis1=1, axis2=2)
+        mu = diag.max(axis=1)
+        H = H + (mu[:, None] - diag)[:, :, None] * eye  # constant diagonal per block
         L = np.linalg.cholesky(H)
         M = _blockdiag_right(_blockdiag_right(Wp, L).T, L).T  # L^T W L
         ev, V = np.linalg.eigh(0.5 * (M + M.T))
-        ev = np.clip(ev, 1e-300, None)
-        root = np.sqrt(ev)
-        dual = 2.0 * float(root.sum()) - float(np.trace(H, axis1=1, axis2=2).sum())
-        # dummy steps contribute 2*1 - 1 = 1 each at their fixed point (H = 1, W = 1)
-        dual -= float(np.sum(~real))
+        root = np.sqrt(np.clip(ev, 1e-300, None))
+        best_dual = max(best_dual, 2.0 * float(root.sum()) - float(mu.sum()))
         S = (V * root) @ V.T  # (L^T W L)^{1/2}
         Linv = np.linalg.inv(L)
         X = _blockdiag_right(_blockdiag_right(S, Linv).T, Linv).T  # L^-T S L^-1
         Xb = np.stack([X[j * p : (j + 1) * p, j * p : (j + 1) * p] for j in range(n)])
         Xb = 0.5 * (Xb + np.swapaxes(Xb, 1, 2))
-        K = _sym_pow(Xb, -0.5)
-        Xt = _blockdiag_right(_blockdiag_right(X, K).T, K).T
-        # objective of the feasible point: tr(W Xt^-1), Xt^-1 = K^-1 L S^-1 L^T K^-1
-        Nb = np.linalg.solve(K, L)  # blocks of N = K^-1 L
-        P = _blockdiag_right(_blockdiag_right(Wp, Nb).T, Nb).T  # N^T W N
-        primal = float(np.sum((V / root) * (P @ V))) - float(np.sum(~real))
-        if dual > best_dual:
-            best_dual = dual
+        K = _sym_pow(Xb, -0.5) * np.sqrt(d)[:, None, :]
+        # feasible point K^T X K (blocks Diag(d)); objective tr(W (K^T X K)^-1) =
+        # tr(N^T W N S^-1) with the block-diagonal N = K^-1 L
+        Nb = np.linalg.solve(K, L)
+        P = _blockdiag_right(_blockdiag_right(Wp, Nb).T, Nb).T
+        primal = float(np.sum((V / root) * (P @ V)))
         if primal < best_primal:
-            best_primal, best_X = primal, Xt
+            Xt = _blockdiag_right(_blockdiag_right(X, K).T, K).T
+            best_primal, best = primal, (Xt, d.copy())
         if best_primal - best_dual <= tol * best_primal:
             converged = True
             break
+        Dm = 1.0 / np.sqrt(d)
         Hh = _sym_pow(H, 0.5)
-        H = Hh @ Xb @ Hh
+        H = Hh @ (Dm[:, :, None] * Xb * Dm[:, None, :]) @ Hh
         H = 0.5 * (H + np.swapaxes(H, 1, 2))
-    assert best_X is not None
+        d = d * np.diagonal(H, axis1=1, axis2=2)
+        d = d / d.sum(axis=1, keepdims=True)
+    assert best is not None
+    Xt, d_best = best
     gram = np.empty((T, T))
-    idx = order[real]
-    gram[np.ix_(idx, idx)] = best_X[np.ix_(real, real)]
-    for g in groups:  # exact structure (removes rounding in the congruence)
-        gram[np.ix_(g, g)] = np.eye(len(g))
+    gram[np.ix_(order, order)] = Xt
+    for j, g in enumerate(groups):  # exact structure (removes rounding in the congruence)
+        gram[np.ix_(g, g)] = np.diag(d_best[j])
     gram = 0.5 * (gram + gram.T)
-    # the returned point's own objective (Cholesky; never above best_primal but exact)
+    # the returned point's own objective (Cholesky), never trusted from the iteration
     Lg = np.linalg.cholesky(gram)
     objective = float(np.sum(np.linalg.solve(Lg, A.T) ** 2))
     return MESolution(
         gram=gram,
         objective=objective,
         dual_bound=best_dual,
-        sensitivity_sq=float(p),
+        sensitivity_sq=1.0,
         iterations=iterations,
         converged=converged,
         seconds=time.perf_counter() - start,
