@@ -7,13 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpreg.estimators.ftrl_correlations import independent, nu_ftrl, optimal_cc
 from dpreg.estimators.ftrl_factorizations import (
     optimal_factorization,
     optimal_multi_participation_factorization,
     prefix_matrix,
+    toeplitz_factorization,
 )
 from dpreg.estimators.ftrl_me import fixed_epoch_groups, solve_me
 from dpreg.privacy.correlated import matrix_sensitivity, multi_participation_sensitivity_sq
+from dpreg.theory.ftrl_table3 import table3, toeplitz_prefix_error
 
 TOL = 1e-7
 # CLARABEL stops at a relative gap of 1e-8; the reversed Cholesky adds ~1e-12
@@ -112,3 +115,40 @@ def test_weak_duality_on_random_workloads(b, k, seed):
 def test_bad_input_is_refused(kwargs, word):
     with pytest.raises(ValueError, match=word):
         solve_me(**kwargs)
+
+
+@pytest.mark.parametrize("corr", [independent(), nu_ftrl(0.05), optimal_cc()])
+def test_toeplitz_prefix_error_closed_form(corr):
+    assert toeplitz_prefix_error(corr, 23) == pytest.approx(
+        toeplitz_factorization(corr, 23).prefix_error, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs"), [{}, {"participations": 3, "separation": 4, "schema": "fixed_epoch"}]
+)
+def test_table3_fixed_point_row_equals_the_sdp_row(kwargs):
+    sdp = table3(12, nu=0.05, me_solver="sdp", **kwargs).set_index("variant")
+    fp = table3(12, nu=0.05, me_solver="fixed_point", me_tol=TOL, **kwargs).set_index("variant")
+    me = "Multi-Epoch (ME)"
+    assert fp.loc[me, "total_error"] == pytest.approx(
+        sdp.loc[me, "total_error"], rel=TOL + SDP_SLACK
+    )
+    assert fp.loc[me, "me_lower_bound"] <= sdp.loc[me, "total_error"] * (1 + SDP_SLACK)
+    assert 0 <= fp.loc[me, "me_relative_gap"] <= TOL
+    assert fp.loc[me, "me_solver"] == "fixed_point" and sdp.loc[me, "me_solver"] == "sdp"
+    # the other rows do not depend on the ME solver
+    others = [v for v in sdp.index if v != me]
+    np.testing.assert_allclose(
+        fp.loc[others, "total_error"], sdp.loc[others, "total_error"], rtol=1e-12
+    )
+    assert fp["relative_to_optimal"].min() == pytest.approx(1.0)
+
+
+def test_table3_refuses_a_fixed_point_it_cannot_certify():
+    with pytest.raises(ValueError, match="fixed_epoch"):
+        table3(12, participations=2, separation=4, me_solver="fixed_point")
+    with pytest.raises(ValueError, match="me_solver"):
+        table3(12, me_solver="newton")
+    with pytest.raises(ValueError, match="small T"):
+        table3(200, me_solver="sdp")
