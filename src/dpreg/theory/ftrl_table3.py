@@ -9,7 +9,6 @@ and :mod:`dpreg.estimators.ftrl_correlations`; this module only evaluates them.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pandas as pd
@@ -238,8 +237,9 @@ def table3(
 
     The ME row also carries ``me_solver``, ``me_lower_bound`` (a certified lower bound on
     the optimal total error, the fixed point's dual value; NaN for the SDP),
-    ``me_relative_gap``, ``me_iterations``, ``me_seconds`` (wall-clock time of the solve)
-    and ``paper_quoted`` (:data:`PAPER_ME_COST`, the paper's only printed number on ME).
+    ``me_relative_gap``, ``me_iterations`` (no wall-clock time: rows are deterministic;
+    :attr:`~dpreg.estimators.ftrl_me.MESolution.seconds` has it) and ``paper_quoted``
+    (:data:`PAPER_ME_COST`, the paper's only printed number on ME).
 
     Parameters
     ----------
@@ -286,16 +286,13 @@ def table3(
                 me_lower_bound=sol.dual_bound,
                 me_relative_gap=sol.relative_gap,
                 me_iterations=sol.iterations,
-                me_seconds=sol.seconds,
             )
             return sol.factorization()
-        start = time.perf_counter()
         f = (
             optimal_factorization(T)
             if k == 1
             else optimal_multi_participation_factorization(T, k, int(separation), schema=schema)
         )
-        me_info["me_seconds"] = time.perf_counter() - start
         return f
 
     builders = {
