@@ -152,3 +152,19 @@ def test_table3_refuses_a_fixed_point_it_cannot_certify():
         table3(12, me_solver="newton")
     with pytest.raises(ValueError, match="small T"):
         table3(200, me_solver="sdp")
+
+
+def test_certified_at_a_larger_horizon():
+    # beyond the SDPs: the certificate (gap) and the independent sensitivity still hold
+    sol = solve_me(256, 4, 64, tol=1e-6)
+    assert sol.converged and 0 <= sol.relative_gap <= 1e-6
+    f = sol.factorization()
+    assert multi_participation_sensitivity_sq(
+        f.encoder, 4, 64, schema="fixed_epoch"
+    ) == pytest.approx(1.0, rel=1e-9)
+    # one epoch's ME (sensitivity 1 per step) used for 4 epochs has sensitivity k = 4 at
+    # least as large in error: the multi-epoch optimum is never worse
+    single = solve_me(256, tol=1e-6)
+    single_f = single.factorization()
+    single_multi = multi_participation_sensitivity_sq(single_f.encoder, 4, 64, schema="fixed_epoch")
+    assert sol.total_error <= single_multi * single_f.prefix_error * (1 + 1e-6)
