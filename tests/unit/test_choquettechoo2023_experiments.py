@@ -141,8 +141,12 @@ def test_table3_kind_and_claims():
     out = check_claims("choquettechoo2023", {"t3": t3})["claims"]
     me = out[out["claim"].str.startswith("ME")]
     assert list(me["passed"]) == ["yes"]
-    with pytest.raises(ValueError, match="T <= 128"):
-        get_kind("ftrl_theory_table").validate_cell({"table": "table3", "T": 500})
+    with pytest.raises(ValueError, match="ME SDP is for small T"):
+        get_kind("ftrl_theory_table").validate_cell(
+            {"table": "table3", "T": 500, "me_solver": "sdp"}
+        )
+    with pytest.raises(ValueError, match="4096"):
+        get_kind("ftrl_theory_table").validate_cell({"table": "table3", "T": 5000})
     assert t3.set_index("variant").loc["FFT", "built"]
     multi = _study(
         "ftrl_theory_table",
@@ -156,8 +160,18 @@ def test_table3_kind_and_claims():
         check({"table": "table3", "T": 10, "participations": 2})
     with pytest.raises(ValueError, match="schema"):
         check({"table": "table3", "T": 10, "participations": 2, "separation": 2, "schema": "x"})
-    with pytest.raises(ValueError, match="T <= 64"):
+    with pytest.raises(ValueError, match="fixed_epoch"):
         check({"table": "table3", "T": 100, "participations": 2, "separation": 2})
+    with pytest.raises(ValueError, match="multiple of the separation"):
+        check(
+            {
+                "table": "table3",
+                "T": 100,
+                "participations": 2,
+                "separation": 30,
+                "schema": "fixed_epoch",
+            }
+        )
 
 
 def test_finite_time_bounds_in_the_sim_table():

@@ -60,6 +60,7 @@ from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS
 from dpreg.theory import ftrl as theory
 from dpreg.theory import ftrl_finite_time, ftrl_socp
+from dpreg.theory.ftrl_table3 import ME_SOLVERS, check_me_solver
 
 __all__ = [
     "FIG2_PAPER_SLOPES",
@@ -320,7 +321,8 @@ class FtrlTheoryTableParams(KindParams):
     rho: float = param(1.0, doc="table1/2/4: zCDP calibration level rho", check=_POSITIVE)
     T: int = param(
         32,
-        doc="table3: horizon T (<= 128 with one participation, <= 64 with several: ME is an SDP)",
+        doc="table3: horizon T (ME by SDP: <= 128 with one participation, <= 64 with several;"
+        " by the fixed point: <= 4096)",
         check=positive_integer,
     )
     nu: float | str = param(
@@ -343,19 +345,33 @@ class FtrlTheoryTableParams(KindParams):
         " `fixed_epoch`",
         check=choice(*PARTICIPATION_SCHEMAS),
     )
+    me_solver: str = param(
+        "auto",
+        doc="table3: ME solver, `sdp` (small T), `fixed_point` (large T; one participation or"
+        " `fixed_epoch` with T a multiple of separation, T <= k b) or `auto` (SDP when T is"
+        " small enough)",
+        check=choice(*ME_SOLVERS),
+    )
+    me_tol: float = param(
+        1e-6,
+        doc="table3: relative duality gap at which the fixed-point ME solver stops",
+        check=open_interval(0, 1),
+    )
+    me_max_iter: int = param(
+        200, doc="table3: iteration cap of the fixed-point ME solver", check=positive_integer
+    )
 
 
 def _table_params(cell: Mapping[str, Any]) -> FtrlTheoryTableParams:
     P = _params(FtrlTheoryTableParams, cell)
     if P.table == "table3":
         k = P.participations
-        limit = 128 if k == 1 else 64
-        if P.T > limit:
-            raise ValueError(
-                f"{P.kind}: table3 needs T <= {limit} with participations={k} (ME is an SDP)"
-            )
         if k > 1 and P.separation is None:
             raise ValueError(f"{P.kind}: participations={k} > 1 needs separation")
+        try:
+            check_me_solver(P.me_solver, int(P.T), k, P.separation, P.schema)
+        except ValueError as err:
+            raise ValueError(f"{P.kind}: table3: {err}") from None
     return P
 
 
@@ -377,7 +393,9 @@ def run_theory_table(
     Table 3 (:func:`dpreg.estimators.ftrl_factorizations.table3`) takes ``T`` (32),
     the ν of ν-DP-FTRL (``nu``: a number, or ``"tuned"`` to minimise the error (3)) and
     the participation model: ``participations`` (k, 1), ``separation`` (b, needed when
-    k > 1) and ``schema`` (``min_sep`` or ``fixed_epoch``).
+    k > 1) and ``schema`` (``min_sep`` or ``fixed_epoch``); ME is computed by
+    ``me_solver`` (``auto``: the SDP for small T, the fixed point of
+    :func:`dpreg.estimators.ftrl_me.solve_me` above, with ``me_tol`` and ``me_max_iter``).
     """
     P = _table_params(cell)
     eta, rho = float(P.eta), float(P.rho)
@@ -392,6 +410,9 @@ def run_theory_table(
             participations=k,
             separation=int(P.separation) if k > 1 else None,
             schema=P.schema,
+            me_solver=P.me_solver,
+            me_tol=float(P.me_tol),
+            me_max_iter=int(P.me_max_iter),
         )
     elif which == "table4":
         out = theory.table4(

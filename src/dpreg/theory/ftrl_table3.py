@@ -26,12 +26,34 @@ from dpreg.estimators.ftrl_factorizations import (
     fft_factorization,
     optimal_factorization,
     optimal_multi_participation_factorization,
-    toeplitz_factorization,
     tree_aggregation,
 )
+from dpreg.estimators.ftrl_me import solve_me
 from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS, multi_participation_sensitivity_sq
 
-__all__ = ["TABLE3", "table3", "tuned_nu"]
+__all__ = [
+    "ME_SOLVERS",
+    "PAPER_ME_COST",
+    "TABLE3",
+    "check_me_solver",
+    "table3",
+    "toeplitz_prefix_error",
+    "tuned_nu",
+]
+
+ME_SOLVERS: tuple[str, ...] = ("auto", "sdp", "fixed_point")
+"""How ME is computed: ``sdp`` (cvxpy, small T), ``fixed_point``
+(:func:`~dpreg.estimators.ftrl_me.solve_me`, large T) or ``auto`` (SDP up to
+:data:`SDP_MAX_T`, the fixed point above)."""
+
+SDP_MAX_T = {1: 128, 2: 64}
+"""Largest T of the ME SDPs (one participation; several)."""
+
+FIXED_POINT_MAX_T = 4096
+"""Largest T of the fixed-point ME solver (one T x T eigendecomposition per iteration)."""
+
+PAPER_ME_COST = "B for T = 10^4 takes around 24 hours (paper Sec. 4, citing 2023b)"
+"""The only number the paper prints about ME's cost (Table 3 prints O(T^3))."""
 
 
 TABLE3: tuple[dict[str, object], ...] = (
@@ -122,6 +144,53 @@ def _sensitivity_sq(
     return f.multi_participation_sensitivity_sq(k, int(b), schema=schema)
 
 
+def toeplitz_prefix_error(correlation: ToeplitzCorrelation, T: int) -> float:
+    r"""Return :math:`\|AB\|_F^2` of a Toeplitz mechanism without the T x T matrices.
+
+    :math:`(AB)_{t\tau} = \sum_{s=0}^{t-\tau}\beta_s` depends on :math:`t - \tau`
+    only, so :math:`\|AB\|_F^2 = \sum_{l<T}(T - l)(\sum_{s\le l}\beta_s)^2`
+    (Eq. 3; O(T)).
+
+    Examples
+    --------
+    >>> round(toeplitz_prefix_error(independent(), 4), 6)  # ||A||_F^2 = 1 + 2 + 3 + 4
+    10.0
+    """
+    T = _check_horizon(T)
+    partial = np.cumsum(correlation.coefficients(T))
+    return float(np.sum((T - np.arange(T)) * partial**2))
+
+
+def check_me_solver(
+    me_solver: str, T: int, participations: int, separation: int | None, schema: str
+) -> str:
+    """Resolve ``me_solver`` (``auto`` -> ``sdp`` or ``fixed_point``) and check T against it."""
+    if me_solver not in ME_SOLVERS:
+        raise ValueError(f"me_solver must be one of {ME_SOLVERS}; got {me_solver!r}")
+    k = int(participations)
+    sdp_max = SDP_MAX_T[min(k, 2)]
+    if me_solver == "auto":
+        me_solver = "sdp" if T <= sdp_max else "fixed_point"
+    if me_solver == "sdp" and T > sdp_max:
+        raise ValueError(
+            f"T = {T} > {sdp_max}: the ME SDP is for small T (participations={k});"
+            " use me_solver='fixed_point'"
+        )
+    if me_solver == "fixed_point":
+        if T > FIXED_POINT_MAX_T:
+            raise ValueError(f"T = {T} > {FIXED_POINT_MAX_T} for the fixed-point ME solver")
+        if k > 1 and schema != "fixed_epoch":
+            raise ValueError(
+                "the fixed-point ME solver needs schema='fixed_epoch' with participations > 1"
+            )
+        if k > 1 and (separation is None or T % int(separation) or T > k * int(separation)):
+            raise ValueError(
+                f"the fixed-point ME solver needs T (= {T}) a multiple of the separation"
+                f" b (= {separation}) and T <= k b"
+            )
+    return me_solver
+
+
 def tuned_nu(
     T: int,
     grid: np.ndarray | None = None,
@@ -140,7 +209,7 @@ def tuned_nu(
     errors = []
     for v in grid:
         corr = nu_ftrl(float(v))
-        prefix = toeplitz_factorization(corr, T).prefix_error
+        prefix = toeplitz_prefix_error(corr, T)
         errors.append(_sensitivity_sq(corr, T, participations, separation, schema) * prefix)
     return float(grid[int(np.argmin(errors))])
 
@@ -152,6 +221,9 @@ def table3(
     participations: int = 1,
     separation: int | None = None,
     schema: str = "min_sep",
+    me_solver: str = "auto",
+    me_tol: float = 1e-6,
+    me_max_iter: int = 200,
 ) -> pd.DataFrame:
     r"""Table 3 with computed sensitivity and prefix-sum error at horizon ``T``.
 
@@ -163,10 +235,17 @@ def table3(
     :func:`fft_factorization`. ``nu="tuned"`` picks ν by :func:`tuned_nu` under the same
     participation model (recorded in column ``nu``).
 
+    The ME row also carries ``me_solver``, ``me_lower_bound`` (a certified lower bound on
+    the optimal total error, the fixed point's dual value; NaN for the SDP),
+    ``me_relative_gap``, ``me_iterations`` (no wall-clock time: rows are deterministic;
+    :attr:`~dpreg.estimators.ftrl_me.MESolution.seconds` has it) and ``paper_quoted``
+    (:data:`PAPER_ME_COST`, the paper's only printed number on ME).
+
     Parameters
     ----------
     T : int
-        Horizon (at most 128 for one participation, 64 for several: SDPs).
+        Horizon (SDP: at most 128 for one participation, 64 for several; fixed point:
+        at most 4096).
     nu : float or "tuned"
     participations : int
         :math:`k \ge 1`; with :math:`k > 1` every row's sensitivity is the
@@ -174,6 +253,11 @@ def table3(
     separation : int, optional
         :math:`b`, required when ``participations > 1``.
     schema : {"min_sep", "fixed_epoch"}
+    me_solver : {"auto", "sdp", "fixed_point"}
+        ``fixed_point`` (:func:`~dpreg.estimators.ftrl_me.solve_me`) needs one
+        participation or ``schema="fixed_epoch"`` with T a multiple of b, T <= k b.
+    me_tol, me_max_iter
+        Relative duality gap and iteration cap of the fixed point.
     """
     if (
         isinstance(participations, bool)
@@ -186,10 +270,31 @@ def table3(
         raise ValueError(f"schema must be one of {PARTICIPATION_SCHEMAS}; got {schema!r}")
     if k > 1 and separation is None:
         raise ValueError("participations > 1 needs the separation b")
-    T = _check_horizon(T, 128 if k == 1 else 64)
+    T = _check_horizon(T, FIXED_POINT_MAX_T)
+    solver = check_me_solver(me_solver, T, k, separation, schema)
     if nu == "tuned":
         nu = tuned_nu(T, participations=k, separation=separation, schema=schema)
     nu = float(nu)
+    me_info: dict[str, object] = {"me_solver": solver}
+
+    def build_me() -> MatrixFactorization:
+        if solver == "fixed_point":
+            sol = solve_me(
+                T, k, None if k == 1 else int(separation), tol=me_tol, max_iter=me_max_iter
+            )
+            me_info.update(
+                me_lower_bound=sol.dual_bound,
+                me_relative_gap=sol.relative_gap,
+                me_iterations=sol.iterations,
+            )
+            return sol.factorization()
+        f = (
+            optimal_factorization(T)
+            if k == 1
+            else optimal_multi_participation_factorization(T, k, int(separation), schema=schema)
+        )
+        return f
+
     builders = {
         "sgd": lambda: independent(),
         "tree": lambda: tree_aggregation(T),
@@ -197,11 +302,7 @@ def table3(
         "nu_ftrl": lambda: nu_ftrl(nu),
         "fft": lambda: fft_factorization(T),
         "full_honaker": lambda: tree_aggregation(T, full_honaker=True),
-        "optimal": lambda: (
-            optimal_factorization(T)
-            if k == 1
-            else optimal_multi_participation_factorization(T, k, int(separation), schema=schema)
-        ),
+        "optimal": build_me,
     }
     rows = []
     best = None
@@ -213,14 +314,14 @@ def table3(
         row["nu"] = nu if builder == "nu_ftrl" else math.nan
         f = builders[builder]()
         prefix = (
-            toeplitz_factorization(f, T).prefix_error
-            if isinstance(f, ToeplitzCorrelation)
-            else f.prefix_error
+            toeplitz_prefix_error(f, T) if isinstance(f, ToeplitzCorrelation) else f.prefix_error
         )
         sens = _sensitivity_sq(f, T, k, separation, schema)
         row.update(sensitivity_sq=sens, prefix_error=prefix, total_error=sens * prefix, built=True)
         if builder == "optimal":
             best = sens * prefix
+            row.update(me_info)
+            row["paper_quoted"] = PAPER_ME_COST
         rows.append(row)
     out = pd.DataFrame(rows)
     out["relative_to_optimal"] = out["total_error"] / best

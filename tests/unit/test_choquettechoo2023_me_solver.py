@@ -1,0 +1,170 @@
+"""The large-T ME solver (fixed point with a duality gap) against the SDPs (Table 3, ME)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpreg.estimators.ftrl_correlations import independent, nu_ftrl, optimal_cc
+from dpreg.estimators.ftrl_factorizations import (
+    optimal_factorization,
+    optimal_multi_participation_factorization,
+    prefix_matrix,
+    toeplitz_factorization,
+)
+from dpreg.estimators.ftrl_me import fixed_epoch_groups, solve_me
+from dpreg.privacy.correlated import matrix_sensitivity, multi_participation_sensitivity_sq
+from dpreg.theory.ftrl_table3 import table3, toeplitz_prefix_error
+
+TOL = 1e-7
+# CLARABEL stops at a relative gap of 1e-8; the reversed Cholesky adds ~1e-12
+SDP_SLACK = 1e-6
+
+
+@pytest.mark.parametrize("T", [4, 9, 24])
+def test_single_participation_matches_the_sdp(T):
+    sol = solve_me(T, tol=TOL)
+    sdp = optimal_factorization(T).total_error
+    assert sol.converged
+    assert sol.dual_bound <= sol.objective
+    assert sol.relative_gap <= TOL
+    assert abs(sol.total_error - sdp) <= (TOL + SDP_SLACK) * sdp
+    # the dual value is a lower bound on the optimum, so on the SDP's value too
+    assert sol.dual_bound <= sdp * (1 + SDP_SLACK)
+    f = sol.factorization()
+    # independent sensitivity: largest encoder column norm (Thm 1.1)
+    assert matrix_sensitivity(f.encoder) ** 2 == pytest.approx(1.0, abs=1e-9)
+    assert f.total_error == pytest.approx(sol.total_error, rel=1e-9)
+
+
+@pytest.mark.parametrize(("T", "k", "b"), [(12, 3, 4), (16, 4, 4), (14, 2, 7), (8, 3, 4)])
+def test_multi_participation_matches_the_exact_sdp(T, k, b):
+    sol = solve_me(T, k, b, tol=TOL)
+    assert sol.converged and sol.dual_bound <= sol.objective
+    f = sol.factorization()
+    # independent sensitivity: brute force over the fixed-epoch patterns, any signs
+    sens = multi_participation_sensitivity_sq(f.encoder, k, b, schema="fixed_epoch")
+    assert sens == pytest.approx(1.0, rel=1e-9)
+    ours = sens * f.prefix_error
+    # the exact SDP (any signs): the orthogonal structure loses nothing
+    exact = optimal_multi_participation_factorization(T, k, b, schema="fixed_epoch")
+    exact_error = exact.prefix_error * multi_participation_sensitivity_sq(
+        exact.encoder, k, b, schema="fixed_epoch"
+    )
+    assert abs(ours - exact_error) <= (TOL + SDP_SLACK) * exact_error
+    # the dual value bounds the exact problem from below
+    assert sol.dual_bound <= exact_error * (1 + SDP_SLACK)
+
+
+def test_structure_of_the_solution():
+    sol = solve_me(12, 3, 4, tol=TOL)
+    for g in fixed_epoch_groups(12, 3, 4):
+        block = sol.gram[np.ix_(g, g)]
+        np.testing.assert_array_equal(block, np.diag(np.diag(block)))
+        assert np.all(np.diag(block) > 0)
+        assert np.trace(block) == pytest.approx(1.0, abs=1e-12)
+    assert np.linalg.eigvalsh(sol.gram)[0] > 0
+    # the reported objective is the returned gram's own, recomputed here
+    A = prefix_matrix(12)
+    assert sol.objective == pytest.approx(np.trace(A @ np.linalg.solve(sol.gram, A.T)), rel=1e-10)
+
+
+def test_stops_at_max_iter_with_a_certified_gap():
+    sol = solve_me(24, tol=1e-12, max_iter=3)
+    assert sol.iterations == 3 and not sol.converged
+    assert 0 < sol.relative_gap < 1
+    assert sol.dual_bound <= optimal_factorization(24).total_error * (1 + SDP_SLACK)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    b=st.integers(1, 4),
+    k=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_weak_duality_on_random_workloads(b, k, seed):
+    rng = np.random.default_rng(seed)
+    T = b * k
+    A = rng.standard_normal((T, T)) + 3 * np.eye(T)
+    sol = solve_me(T, k, b, workload=A, tol=1e-6, max_iter=200)
+    assert sol.dual_bound <= sol.objective * (1 + 1e-12)
+    f = sol.factorization()
+    assert multi_participation_sensitivity_sq(
+        f.encoder, k, b, schema="fixed_epoch"
+    ) == pytest.approx(1.0, rel=1e-9)
+    # any other feasible point (here X = I / k) is no better than the dual bound
+    assert k * np.sum(A**2) >= sol.dual_bound * (1 - 1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "word"),
+    [
+        ({"T": 0}, "T"),
+        ({"T": 8, "k": 0}, "k"),
+        ({"T": 8, "k": 2}, "b"),
+        ({"T": 8, "k": 2, "b": 3}, "multiple"),
+        ({"T": 12, "k": 2, "b": 4}, "multiple"),
+        ({"T": 8, "tol": 0.0}, "tol"),
+        ({"T": 8, "max_iter": 0}, "max_iter"),
+        ({"T": 3, "workload": np.ones((3, 3))}, "rank"),
+        ({"T": 3, "workload": np.eye(2)}, "workload"),
+    ],
+)
+def test_bad_input_is_refused(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        solve_me(**kwargs)
+
+
+@pytest.mark.parametrize("corr", [independent(), nu_ftrl(0.05), optimal_cc()])
+def test_toeplitz_prefix_error_closed_form(corr):
+    assert toeplitz_prefix_error(corr, 23) == pytest.approx(
+        toeplitz_factorization(corr, 23).prefix_error, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs"), [{}, {"participations": 3, "separation": 4, "schema": "fixed_epoch"}]
+)
+def test_table3_fixed_point_row_equals_the_sdp_row(kwargs):
+    sdp = table3(12, nu=0.05, me_solver="sdp", **kwargs).set_index("variant")
+    fp = table3(12, nu=0.05, me_solver="fixed_point", me_tol=TOL, **kwargs).set_index("variant")
+    me = "Multi-Epoch (ME)"
+    assert fp.loc[me, "total_error"] == pytest.approx(
+        sdp.loc[me, "total_error"], rel=TOL + SDP_SLACK
+    )
+    assert fp.loc[me, "me_lower_bound"] <= sdp.loc[me, "total_error"] * (1 + SDP_SLACK)
+    assert 0 <= fp.loc[me, "me_relative_gap"] <= TOL
+    assert fp.loc[me, "me_solver"] == "fixed_point" and sdp.loc[me, "me_solver"] == "sdp"
+    # the other rows do not depend on the ME solver
+    others = [v for v in sdp.index if v != me]
+    np.testing.assert_allclose(
+        fp.loc[others, "total_error"], sdp.loc[others, "total_error"], rtol=1e-12
+    )
+    assert fp["relative_to_optimal"].min() == pytest.approx(1.0)
+
+
+def test_table3_refuses_a_fixed_point_it_cannot_certify():
+    with pytest.raises(ValueError, match="fixed_epoch"):
+        table3(12, participations=2, separation=4, me_solver="fixed_point")
+    with pytest.raises(ValueError, match="me_solver"):
+        table3(12, me_solver="newton")
+    with pytest.raises(ValueError, match="small T"):
+        table3(200, me_solver="sdp")
+
+
+def test_certified_at_a_larger_horizon():
+    # beyond the SDPs: the certificate (gap) and the independent sensitivity still hold
+    sol = solve_me(256, 4, 64, tol=1e-6)
+    assert sol.converged and 0 <= sol.relative_gap <= 1e-6
+    f = sol.factorization()
+    assert multi_participation_sensitivity_sq(
+        f.encoder, 4, 64, schema="fixed_epoch"
+    ) == pytest.approx(1.0, rel=1e-9)
+    # one epoch's ME (sensitivity 1 per step) used for 4 epochs has sensitivity k = 4 at
+    # least as large in error: the multi-epoch optimum is never worse
+    single = solve_me(256, tol=1e-6)
+    single_f = single.factorization()
+    single_multi = multi_participation_sensitivity_sq(single_f.encoder, 4, 64, schema="fixed_epoch")
+    assert sol.total_error <= single_multi * single_f.prefix_error * (1 + 1e-6)
