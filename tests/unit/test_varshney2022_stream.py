@@ -173,3 +173,22 @@ def test_streamed_and_in_memory_study_rows_have_the_same_columns_and_law():
     la, lb = np.log(a), np.log(b)
     se = math.sqrt(la.var(ddof=1) / la.size + lb.var(ddof=1) / lb.size)
     assert abs(la.mean() - lb.mean()) < 4 * se
+
+
+def test_dpssgd_trials_caps_dp_ssgd_to_the_first_trials():
+    cell = {"n": 2000, "d": 3, "sigma": [0.1], "epsilon": [1.0], "methods": ["sgd", "dp_ssgd"],
+            "dpssgd_trials": 2}  # fmt: skip
+    capped = study.run_sim_cell(cell, trials=4, first_trial=0, seed=3)
+    cell.pop("dpssgd_trials")
+    first_two = study.run_sim_cell(cell, trials=2, first_trial=0, seed=3)
+    ss, ref = capped[capped["method"] == "dp_ssgd"], first_two[first_two["method"] == "dp_ssgd"]
+    np.testing.assert_array_equal(
+        ss[ss["trial"] < 2]["excess_risk"].to_numpy(), ref["excess_risk"].to_numpy()
+    )
+    late = ss[ss["trial"] >= 2]
+    assert len(late) == 2 and late["excess_risk"].isna().all()
+    assert set(late["status"]) == {"not_run"}
+    # the other methods still run on every trial
+    assert capped[capped["method"] == "sgd"]["excess_risk"].notna().sum() == 4
+    with pytest.raises(ValueError, match="dpssgd_trials"):
+        study.check_sim_cell({**cell, "dpssgd_trials": 0})

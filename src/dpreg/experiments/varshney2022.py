@@ -176,6 +176,12 @@ class SimParams(KindParams):
     dpssgd_max_n: int | None = param(
         None, doc="skip DP-SSGD (a `not_run` row) above this N", check=positive_integer
     )
+    dpssgd_trials: int | None = param(
+        None,
+        doc="run DP-SSGD on trials 0..k-1 only (`not_run` rows for the others): its N "
+        "sequential steps dominate the job time at large N",
+        check=positive_integer,
+    )
     dpsgd_stream: bool = param(
         False,
         doc="DP-SGD (fixed and tuned) reads each Poisson subsample from rows regenerated "
@@ -267,6 +273,7 @@ def _spec(cell: Mapping[str, Any]) -> dict[str, Any]:
         "ssgd_eta_rule": P.dpssgd_eta_rule,
         "ssgd_max_n": _max_n(P.dpssgd_max_n),
         "dpsgd_stream": P.dpsgd_stream,
+        "ssgd_trials": _max_n(P.dpssgd_trials, "dpssgd_trials"),
     }
 
 
@@ -277,13 +284,13 @@ def _positive_list(value: Any, key: str) -> list[float]:
     return values
 
 
-def _max_n(value: Any) -> int | None:
+def _max_n(value: Any, key: str = "dpssgd_max_n") -> int | None:
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"dpssgd_max_n must be a positive integer or null; got {value!r}")
+        raise ValueError(f"{key} must be a positive integer or null; got {value!r}")
     return value
 
 
@@ -615,9 +622,11 @@ def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict[str
             noise_multiplier=cal[eps][1], rule=spec["ssgd_eta_rule"],
         )  # fmt: skip
     excess = clip_fraction = None
-    if lanes:
+    cap = spec["ssgd_trials"]
+    run_ids = [t for t in trial_ids if cap is None or t < cap]
+    if lanes and run_ids:
         w_bar, clip_fraction = dp_ssgd_stream_pass(
-            GaussianStream(seed, trial_ids, lam, w_star), n,
+            GaussianStream(seed, run_ids, lam, w_star), n,
             eta=np.array([steps[k][0] for k in lanes]),
             clip=np.array([steps[k][1] for k in lanes]),
             noise_multiplier=np.array([cal[e][1] for _, e in lanes]),
@@ -629,8 +638,10 @@ def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict[str
     for sigma in spec["sigmas"]:
         for eps in spec["epsilons"]:
             status, _, eps_cert = cal[eps]
-            r = lanes.index((sigma, eps)) if (sigma, eps) in lanes else None
-            for k, trial in enumerate(trial_ids):
+            lane = lanes.index((sigma, eps)) if (sigma, eps) in lanes else None
+            for trial in trial_ids:
+                r = lane if trial in run_ids else None
+                k = run_ids.index(trial) if r is not None else None
                 rows.append(
                     {
                         "trial": trial,
@@ -639,7 +650,7 @@ def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict[str
                         "epsilon": eps,
                         "excess_risk": math.nan if r is None else float(excess[k, r]),
                         "clip_fraction": math.nan if r is None else float(clip_fraction[k, r]),
-                        "status": status,
+                        "status": status if trial in run_ids else "not_run",
                         "epsilon_certified": eps_cert,
                         "dpssgd_eta": math.nan if r is None else steps[(sigma, eps)][0],
                     }
