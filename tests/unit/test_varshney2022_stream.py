@@ -192,3 +192,13 @@ def test_dpssgd_trials_caps_dp_ssgd_to_the_first_trials():
     assert capped[capped["method"] == "sgd"]["excess_risk"].notna().sum() == 4
     with pytest.raises(ValueError, match="dpssgd_trials"):
         study.check_sim_cell({**cell, "dpssgd_trials": 0})
+
+
+def test_adding_the_streamed_baselines_leaves_the_other_methods_unchanged():
+    cell = _cell(n=3000, sigma=[0.01], epsilon=[1.0], methods=["ambssgd", "fixedclip", "sgd"])
+    before = study.run_sim_cell(cell, trials=2, first_trial=0, seed=4)
+    cell["methods"] += ["dp_ssgd", "dp_sgd", "dp_sgd_tuned"]
+    after = study.run_sim_cell(cell, trials=2, first_trial=0, seed=4)
+    kept = after[after["method"].isin(["ambssgd", "fixedclip", "sgd"])]
+    np.testing.assert_array_equal(kept["excess_risk"].to_numpy(), before["excess_risk"].to_numpy())
+    assert set(after["method"]) > set(before["method"])

@@ -34,8 +34,11 @@ Methods (``methods`` key):
 
 The first five share one vectorised pass per data stream (:func:`ambssgd_pass`);
 ``dp_ssgd`` makes its own pass over the same stream (N single-row steps, so it is skipped,
-with a ``not_run`` row, above ``dpssgd_max_n``); the last three need the data in memory
-and run trial by trial (keep them to moderate N). Hyperparameters are Theorem 3.7's with
+with a ``not_run`` row, above ``dpssgd_max_n``, and on trials from ``dpssgd_trials`` on);
+the last three need the data in memory and run trial by trial (keep them to moderate N),
+except that with ``dpsgd_stream`` the two DP-SGD methods read each Poisson subsample from
+:class:`~dpreg.data.streams.CounterGaussianRows` (rows regenerated on demand, same law,
+not paired with the stream) and never hold the N rows. Hyperparameters are Theorem 3.7's with
 oracle constants (docs/notes/varshney2022.md §2.4, §8 item 16), the same oracle knowledge for
 every method.
 
