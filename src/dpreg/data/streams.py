@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["GaussianStream"]
+__all__ = ["CounterGaussianRows", "GaussianStream"]
 
 
 class GaussianStream:
@@ -102,3 +102,87 @@ class GaussianStream:
 
 
 # ------------------------------------------------------------------------------ runs
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser of ``x + golden`` (uint64, wrapping arithmetic, in place)."""
+    z = x + _GOLDEN
+    z ^= z >> np.uint64(30)
+    z *= _MIX1
+    z ^= z >> np.uint64(27)
+    z *= _MIX2
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def _counter_normal_pairs(key: int, counters: np.ndarray) -> np.ndarray:
+    """Two standard normals per counter (Box-Muller on two hashed uniforms): (..., 2).
+
+    Pair i depends on (key, counters[i]) only, so any subset is drawn at random access.
+    """
+    base = (counters.astype(np.uint64) << np.uint64(1)) ^ np.uint64(key)
+    with np.errstate(over="ignore"):
+        h1 = _splitmix64(base)
+        base ^= np.uint64(1)
+        h2 = _splitmix64(base)
+    radius = ((h1 >> np.uint64(11)).astype(np.float64) + 1.0) * 2.0**-53  # (0, 1]
+    radius = np.sqrt(-2.0 * np.log(radius))
+    angle = (h2 >> np.uint64(11)).astype(np.float64) * (2.0**-53 * 2.0 * math.pi)
+    out = np.empty((*counters.shape, 2))
+    np.multiply(radius, np.cos(angle), out=out[..., 0])
+    np.multiply(radius, np.sin(angle), out=out[..., 1])
+    return out
+
+
+class CounterGaussianRows:
+    r"""Rows of the Varshney data stream at random access, drawn from a counter-based hash.
+
+    The same data-generating process as :class:`GaussianStream` (docs/notes/varshney2022.md
+    §5.1: :math:`x = H^{1/2}u`, :math:`u\sim N(0, I)`, :math:`y = \langle x, w^*\rangle +
+    \sigma z`), but row i of replicate ``replicate_id`` is a function of ``(seed,
+    replicate_id, i)`` alone: coordinate j of :math:`u_i` is a Box-Muller normal from the
+    SplitMix64 hashes of counter :math:`\lceil (d+1)/2\rceil i + \lfloor j/2 \rfloor` (two
+    normals per counter, cosine and sine), and :math:`z_i` is normal d of the row. So any
+    set of rows is drawn on demand, in any order or block size, with the same values:
+    DP-SGD's Poisson subsamples read their rows without the N rows ever being in memory
+    (docs/varshney2022.md, E3). The rows are not those of :class:`GaussianStream` (a
+    different generator): same law, not paired with it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> src = CounterGaussianRows(0, 3, np.ones(2), np.array([1.0, 0.0]))
+    >>> X, base, z = src.rows(np.array([5, 1]))
+    >>> X.shape, bool(np.all(src.rows(np.array([1]))[0] == X[1]))
+    ((2, 2), True)
+    """
+
+    def __init__(self, seed: int, replicate_id: int, H_eigenvalues: np.ndarray, w_star: np.ndarray):
+        for name, v in (("seed", seed), ("replicate_id", replicate_id)):
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
+                raise ValueError(f"{name} must be a non-negative integer; got {v!r}")
+        self.sqrt_h = np.sqrt(np.asarray(H_eigenvalues, dtype=np.float64))
+        self.w_star = np.asarray(w_star, dtype=np.float64)
+        self.d = self.sqrt_h.size
+        if self.w_star.shape != (self.d,):
+            raise ValueError(f"w_star must have shape ({self.d},); got {self.w_star.shape}")
+        with np.errstate(over="ignore"):
+            k = _splitmix64(np.array([int(seed)], dtype=np.uint64))
+            k = _splitmix64(k ^ np.uint64(int(replicate_id)))
+        self._key = int(k[0])
+
+    def rows(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return ``(X, base, z)`` of the rows at ``positions``: (m, d), (m,), (m,)."""
+        pos = np.asarray(positions, dtype=np.int64)
+        if pos.ndim != 1 or (pos.size and pos.min() < 0):
+            raise ValueError("positions must be a 1-d array of non-negative row indices")
+        pairs = (self.d + 2) // 2  # d + 1 normals per row, rounded up to pairs
+        counters = pos[:, None] * pairs + np.arange(pairs)
+        g = _counter_normal_pairs(self._key, counters).reshape(pos.size, 2 * pairs)
+        X = g[:, : self.d] * self.sqrt_h
+        return X, (X * self.w_star).sum(axis=1), g[:, self.d]  # row-wise: any block, same bits

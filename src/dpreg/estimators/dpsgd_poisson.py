@@ -26,6 +26,7 @@ sums of geometric gaps (the gaps between successes of independent Bernoulli(q) t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,12 @@ from dpreg.estimators.ambssgd_privacy import ACCOUNTANTS, calibrate_poisson_dpsg
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.results import Fit
 
-__all__ = ["dp_sgd_poisson_runs", "fit_dp_sgd_poisson", "poisson_positions"]
+__all__ = [
+    "dp_sgd_poisson_runs",
+    "dp_sgd_poisson_stream_runs",
+    "fit_dp_sgd_poisson",
+    "poisson_positions",
+]
 
 
 def poisson_positions(
@@ -93,7 +99,52 @@ def dp_sgd_poisson_runs(
         Tail averages of the last half of the iterates, (R, d), and the fraction of
         sampled per-example gradients that were clipped, (R,).
     """
-    n, d = X.shape
+    n = X.shape[0]
+
+    def gather(pos: np.ndarray):
+        return X[pos], base[pos], None if noise is None else noise[pos]
+
+    return dp_sgd_poisson_stream_runs(
+        gather, n, X.shape[1], sigma=sigma, clip=clip, eta=eta,
+        noise_multiplier=noise_multiplier, batch_size=batch_size, steps=steps, rng=rng,
+    )  # fmt: skip
+
+
+def dp_sgd_poisson_stream_runs(
+    rows: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray | None]],
+    n: int,
+    d: int,
+    *,
+    sigma: np.ndarray,
+    clip: np.ndarray,
+    eta: np.ndarray,
+    noise_multiplier: np.ndarray,
+    batch_size: float,
+    steps: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    r""":func:`dp_sgd_poisson_runs` reading each step's subsample through ``rows(positions)``.
+
+    The N rows are never held: step t draws its Poisson(q) positions, ``q = batch_size / n``,
+    and asks ``rows`` for ``(X, base, noise)`` at those positions, (M, d), (M,), (M,) or
+    None (e.g. :meth:`dpreg.data.streams.CounterGaussianRows.rows`, which regenerates them
+    from the seed). :func:`dp_sgd_poisson_runs` is this function with an in-memory
+    ``rows``; the random draws are the same, in the same order, so equal rows give
+    bit-identical results and the privacy calibration (the caller's, from the public n) is
+    unchanged. Memory: one subsample, O(batch_size d + d R). No validation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.random.default_rng(1).normal(size=(200, 2))
+    >>> def rows(pos):
+    ...     return X[pos], X[pos] @ np.ones(2), None
+    >>> theta, cf = dp_sgd_poisson_stream_runs(
+    ...     rows, 200, 2, sigma=np.zeros(1), clip=np.ones(1), eta=np.full(1, 0.5),
+    ...     noise_multiplier=np.ones(1), batch_size=20, steps=10, rng=np.random.default_rng(0))
+    >>> theta.shape, cf.shape
+    ((1, 2), (1,))
+    """
     clip = np.asarray(clip, dtype=np.float64)
     eta = np.asarray(eta, dtype=np.float64)
     sig = np.asarray(sigma, dtype=np.float64)
@@ -108,8 +159,8 @@ def dp_sgd_poisson_runs(
     for t in range(steps):
         pos, mask = poisson_positions(n, q, 1, rng)
         pos = pos[0][mask[0]]
-        Xb = X[pos]  # (M, d)
-        y = base[pos][:, None] if noise is None else base[pos][:, None] + noise[pos][:, None] * sig
+        Xb, base_b, noise_b = rows(pos)  # (M, d), (M,), (M,) or None
+        y = base_b[:, None] if noise_b is None else base_b[:, None] + noise_b[:, None] * sig
         r = Xb @ W - y  # (M, R)
         gnorm = np.abs(r) * np.sqrt(np.einsum("md,md->m", Xb, Xb))[:, None]
         clipped += (gnorm > clip).sum(axis=0)

@@ -34,8 +34,11 @@ Methods (``methods`` key):
 
 The first five share one vectorised pass per data stream (:func:`ambssgd_pass`);
 ``dp_ssgd`` makes its own pass over the same stream (N single-row steps, so it is skipped,
-with a ``not_run`` row, above ``dpssgd_max_n``); the last three need the data in memory
-and run trial by trial (keep them to moderate N). Hyperparameters are Theorem 3.7's with
+with a ``not_run`` row, above ``dpssgd_max_n``, and on trials from ``dpssgd_trials`` on);
+the last three need the data in memory and run trial by trial (keep them to moderate N),
+except that with ``dpsgd_stream`` the two DP-SGD methods read each Poisson subsample from
+:class:`~dpreg.data.streams.CounterGaussianRows` (rows regenerated on demand, same law,
+not paired with the stream) and never hold the N rows. Hyperparameters are Theorem 3.7's with
 oracle constants (docs/notes/varshney2022.md §2.4, §8 item 16), the same oracle knowledge for
 every method.
 
@@ -66,7 +69,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpreg.data.streams import GaussianStream
+from dpreg.data.streams import CounterGaussianRows, GaussianStream
 from dpreg.estimators.ambssgd_core import (
     OracleInfo,
     RunSpec,
@@ -83,7 +86,7 @@ from dpreg.estimators.ambssgd_privacy import (
     fixed_clip_noise_multiplier,
 )
 from dpreg.estimators.dp_ssgd import DP_SSGD_ETA_RULES, dp_ssgd_hyperparameters, dp_ssgd_stream_pass
-from dpreg.estimators.dpsgd_poisson import dp_sgd_poisson_runs
+from dpreg.estimators.dpsgd_poisson import dp_sgd_poisson_runs, dp_sgd_poisson_stream_runs
 from dpreg.experiments.params import (
     KindParams,
     at_least,
@@ -123,6 +126,7 @@ _RULE = {
 _NOISE_STREAM = 2**31 - 1
 _SSGD_STREAM = 2**31 - 2
 _GRID_STREAM = 2**31 - 3
+_DPSGD_STREAM = 2**31 - 4
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,17 @@ class SimParams(KindParams):
     )
     dpssgd_max_n: int | None = param(
         None, doc="skip DP-SSGD (a `not_run` row) above this N", check=positive_integer
+    )
+    dpssgd_trials: int | None = param(
+        None,
+        doc="run DP-SSGD on trials 0..k-1 only (`not_run` rows for the others): its N "
+        "sequential steps dominate the job time at large N",
+        check=positive_integer,
+    )
+    dpsgd_stream: bool = param(
+        False,
+        doc="DP-SGD (fixed and tuned) reads each Poisson subsample from rows regenerated "
+        "on demand (CounterGaussianRows), never the N rows in memory; not paired",
     )
 
 
@@ -260,6 +275,8 @@ def _spec(cell: Mapping[str, Any]) -> dict[str, Any]:
         "grid_etas": _positive_list(P.dpsgd_grid_eta_scales, "dpsgd_grid_eta_scales"),
         "ssgd_eta_rule": P.dpssgd_eta_rule,
         "ssgd_max_n": _max_n(P.dpssgd_max_n),
+        "dpsgd_stream": P.dpsgd_stream,
+        "ssgd_trials": _max_n(P.dpssgd_trials, "dpssgd_trials"),
     }
 
 
@@ -270,13 +287,13 @@ def _positive_list(value: Any, key: str) -> list[float]:
     return values
 
 
-def _max_n(value: Any) -> int | None:
+def _max_n(value: Any, key: str = "dpssgd_max_n") -> int | None:
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"dpssgd_max_n must be a positive integer or null; got {value!r}")
+        raise ValueError(f"{key} must be a positive integer or null; got {value!r}")
     return value
 
 
@@ -394,9 +411,12 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
 
     rows: list[dict[str, Any]] = []
     n, d = spec["n"], spec["d"]
-    if not set(spec["methods"]) & set(STORED_METHODS):
+    methods = set(spec["methods"])
+    if spec["dpsgd_stream"]:
+        methods -= {"dp_sgd", "dp_sgd_tuned"}  # _streamed_dpsgd_rows runs them
+    if not methods & set(STORED_METHODS):
         return rows
-    grid = _grid_setup(spec, lam, hp_by_sigma) if "dp_sgd_tuned" in spec["methods"] else None
+    grid = _grid_setup(spec, lam, hp_by_sigma) if "dp_sgd_tuned" in methods else None
     for trial in trial_ids:
         X, base, z = GaussianStream(seed, [trial], lam, w_star).take(n)
         X, base, z = X[0], base[0], z[0]
@@ -407,7 +427,7 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
             hp = hp_by_sigma[sigma]
             for eps in spec["epsilons"]:
                 budget = ApproxDP(eps, spec["delta"])
-                if "dp_sgd" in spec["methods"]:
+                if "dp_sgd" in methods:
                     L = spec["batch"]
                     eta = L / (hp.x_norm_sq + (L - 1) * lam.max())
                     for scale in spec["clip_scales"]:
@@ -428,7 +448,7 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
                                 ),
                             }
                         )
-                if "adassp" in spec["methods"]:
+                if "adassp" in methods:
                     bx = math.sqrt(stats.chi2.ppf(0.999, d) * lam.max())
                     by = (1.0 + sigma) * stats.norm.ppf(0.9995)
                     norms = np.linalg.norm(X, axis=1)
@@ -503,6 +523,69 @@ def _grid_rows(grid, X, base, z, w_star, lam, trial, seed) -> list[dict[str, Any
     ]
 
 
+def _streamed_dpsgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict]:
+    """``dp_sgd`` (fixed clips) and ``dp_sgd_tuned`` with ``dpsgd_stream``: rows on demand.
+
+    Per trial one pass of :func:`dp_sgd_poisson_stream_runs` over every lane (sigma x
+    epsilon x clip scale, then the tuned grid), all lanes sharing the Poisson subsamples,
+    each subsample regenerated from :class:`CounterGaussianRows`. Each lane is the
+    algorithm of ``fit_dp_sgd_poisson`` with its calibration (RDP, public n, add-or-remove
+    one); ``epsilon_spent`` is the accountant's epsilon at the calibrated multiplier.
+    """
+    methods = set(spec["methods"]) & {"dp_sgd", "dp_sgd_tuned"}
+    if not (spec["dpsgd_stream"] and methods):
+        return []
+    from dpreg.estimators.ambssgd_privacy import poisson_dpsgd_epsilon
+
+    n, d, L, delta = spec["n"], spec["d"], spec["batch"], spec["delta"]
+    q = L / n
+    steps = math.ceil(spec["epochs"] / q)
+    H_norm = float(lam.max())
+    mult = {e: calibrate_poisson_dpsgd(e, delta, q, steps) for e in spec["epsilons"]}
+    spent = {e: poisson_dpsgd_epsilon(m, q, steps, delta) for e, m in mult.items()}
+    labels, sig, clip, eta, alpha = [], [], [], [], []
+    if "dp_sgd" in methods:
+        for sigma in spec["sigmas"]:
+            rx2 = hp_by_sigma[sigma].x_norm_sq
+            for eps in spec["epsilons"]:
+                for c in spec["clip_scales"]:
+                    labels.append((f"dp_sgd_c{c:g}", sigma, eps, None))
+                    sig.append(sigma)
+                    clip.append(c * math.sqrt(rx2) * (1.0 + sigma))
+                    eta.append(L / (rx2 + (L - 1) * H_norm))
+                    alpha.append(mult[eps])
+    if "dp_sgd_tuned" in methods:
+        grid = _grid_setup(spec, lam, hp_by_sigma)
+        labels += [(GRID_METHOD, s, e, (c, g)) for s, e, c, g in grid["labels"]]
+        sig += list(grid["sigma"])
+        clip += list(grid["clip"])
+        eta += list(grid["eta"])
+        alpha += list(grid["noise_multiplier"])
+    rows: list[dict[str, Any]] = []
+    for trial in trial_ids:
+        source = CounterGaussianRows(seed, trial, lam, w_star)
+        theta, clip_fraction = dp_sgd_poisson_stream_runs(
+            source.rows, n, d, sigma=np.array(sig), clip=np.array(clip), eta=np.array(eta),
+            noise_multiplier=np.array(alpha), batch_size=L, steps=steps,
+            rng=np.random.default_rng([seed, _DPSGD_STREAM, trial]),
+        )  # fmt: skip
+        excess = _excess(theta, w_star, lam)
+        for r, (method, sigma, eps, point) in enumerate(labels):
+            row = {
+                "trial": trial,
+                "method": method,
+                "sigma": sigma,
+                "epsilon": eps,
+                "excess_risk": float(excess[r]),
+                "clip_fraction": float(clip_fraction[r]),
+                "epsilon_spent": spent[eps],
+            }
+            if point is not None:
+                row["clip_scale"], row["eta_scale"] = point
+            rows.append(row)
+    return rows
+
+
 def _ssgd_calibration(spec) -> dict[float, tuple[str, float, float]]:
     """Per target epsilon: (status, noise multiplier, certified epsilon) of DP-SSGD."""
     out: dict[float, tuple[str, float, float]] = {}
@@ -542,9 +625,11 @@ def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict[str
             noise_multiplier=cal[eps][1], rule=spec["ssgd_eta_rule"],
         )  # fmt: skip
     excess = clip_fraction = None
-    if lanes:
+    cap = spec["ssgd_trials"]
+    run_ids = [t for t in trial_ids if cap is None or t < cap]
+    if lanes and run_ids:
         w_bar, clip_fraction = dp_ssgd_stream_pass(
-            GaussianStream(seed, trial_ids, lam, w_star), n,
+            GaussianStream(seed, run_ids, lam, w_star), n,
             eta=np.array([steps[k][0] for k in lanes]),
             clip=np.array([steps[k][1] for k in lanes]),
             noise_multiplier=np.array([cal[e][1] for _, e in lanes]),
@@ -556,8 +641,10 @@ def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict[str
     for sigma in spec["sigmas"]:
         for eps in spec["epsilons"]:
             status, _, eps_cert = cal[eps]
-            r = lanes.index((sigma, eps)) if (sigma, eps) in lanes else None
-            for k, trial in enumerate(trial_ids):
+            lane = lanes.index((sigma, eps)) if (sigma, eps) in lanes else None
+            for trial in trial_ids:
+                r = lane if trial in run_ids else None
+                k = run_ids.index(trial) if r is not None else None
                 rows.append(
                     {
                         "trial": trial,
@@ -566,7 +653,7 @@ def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict[str
                         "epsilon": eps,
                         "excess_risk": math.nan if r is None else float(excess[k, r]),
                         "clip_fraction": math.nan if r is None else float(clip_fraction[k, r]),
-                        "status": status,
+                        "status": status if trial in run_ids else "not_run",
                         "epsilon_certified": eps_cert,
                         "dpssgd_eta": math.nan if r is None else steps[(sigma, eps)][0],
                     }
@@ -603,6 +690,7 @@ def run_sim_cell(
                     }
                 )
     rows += _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng)
+    rows += _streamed_dpsgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed)
     rows += _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed)
     frame = pd.DataFrame(rows)
     lay = spec["layout"]
@@ -725,7 +813,14 @@ def _risk_stats(g: pd.DataFrame) -> dict[str, Any]:
         "b": int(g["b"].iloc[0]),
         "delta": float(g["delta"].iloc[0]),
     }
-    for col in ("stop_index_mean", "no_break_fraction", "zeta_last", "epsilon_certified"):
+    cols = (
+        "stop_index_mean",
+        "no_break_fraction",
+        "zeta_last",
+        "epsilon_certified",
+        "epsilon_spent",
+    )
+    for col in cols:
         if col in g and g[col].notna().any():
             row[f"{col}_median"] = _q(g[col].dropna(), 0.5)
     if "status" in g and g["status"].notna().any():
