@@ -100,12 +100,16 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
 
 
 def write_markdown(frame: pd.DataFrame, path: str | os.PathLike[str], title: str = "") -> Path:
-    """Write a DataFrame as a GitHub markdown table (6 significant digits)."""
+    """Write a DataFrame as a GitHub markdown table (6 significant digits).
+
+    A ``|`` inside a cell is escaped and a line break becomes a space, so every row stays
+    one row of the table.
+    """
 
     def _cell(value: Any) -> str:
         if isinstance(value, float):
             return f"{value:.6g}"
-        return str(value)
+        return " ".join(str(value).splitlines()).replace("|", "\\|")
 
     lines = [f"# {title}", ""] if title else []
     from dpreg.results import nonprivate_columns
