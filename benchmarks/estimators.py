@@ -57,6 +57,7 @@ COLUMNS = [
     "draws_per_trial",
     "bound_seconds_per_call",
     "roofline_ratio",
+    "roofline_ratio_cpu",
     "peak_mb_per_call",
     "setting",
     "notes",
@@ -70,6 +71,7 @@ FLOAT_COLUMNS = (
     "draws_per_trial",
     "bound_seconds_per_call",
     "roofline_ratio",
+    "roofline_ratio_cpu",
     "peak_mb_per_call",
 )
 
@@ -507,6 +509,7 @@ def time_workload(w: Workload, repeats: int, rates: Rates) -> dict[str, Any]:
         "draws_per_trial": counted.draws / w.trials,
         "bound_seconds_per_call": bound,
         "roofline_ratio": roofline_ratio(seconds, bound),
+        "roofline_ratio_cpu": roofline_ratio(cpu_seconds, bound),
         "peak_mb_per_call": peak_mb,
         "setting": w.setting,
         "notes": notes,
@@ -548,7 +551,7 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         for col in COLUMNS:
             value = row[col]
             if col in FLOAT_COLUMNS:
-                value = f"{value:.4g}" if col != "roofline_ratio" else f"{value:.2f}"
+                value = f"{value:.2f}" if col.startswith("roofline_ratio") else f"{value:.4g}"
             cells.append(str(value).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -576,7 +579,8 @@ def write_outputs(out: Path, rows, facts, pinning: str, quick: bool, elapsed: fl
         "total / trials; work the trials share is divided among them), "
         "`bound_seconds_per_call` = max(flops / GEMM rate, bytes / bandwidth) + draws / "
         "normal rate at the rates below (measured in this run, same core), "
-        "`roofline_ratio` = seconds_per_call / bound (goal <= 3). `peak_mb_per_call`: "
+        "`roofline_ratio` = seconds_per_call / bound (goal <= 3; `roofline_ratio_cpu` with "
+        "the CPU time, the better estimate on a shared core). `peak_mb_per_call`: "
         "tracemalloc peak of one extra untimed call (Python and numpy heap above the "
         "call's inputs).",
         "",

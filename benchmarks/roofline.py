@@ -42,8 +42,10 @@ Per-estimator formulas, flops; bytes; normal draws per call (m trials, D = d + 1
 * ``ols``: GRAM(n, D) + SOLVE(d) flops; 8 n D bytes; no draws.
 * ``adassp``: GRAM(n, D) + EIG(d) + m (SOLVE(d) + d^2); 8 n D + 8 m d^2;
   m (d(d+1)/2 + d + 1).
-* ``linear_mixing``, ``sheffet_sketch``: GRAM(n, D) + EIG(D) + D^3/3
-  + m (WISHART(D) + SOLVE(d)); 8 n D + 8 m D^2; m (D(D+1)/2 + 1).
+* ``linear_mixing``: GRAM(n, D) + EIG(D) + D^3/3 + m (WISHART(D) + SOLVE(d));
+  8 n D + 8 m D^2; m (D(D+1)/2 + 1) (the last for the private eigenvalue test).
+* ``sheffet_sketch``: GRAM(n, D) + D^3/3 + m (WISHART(D) + SOLVE(d)); 8 n D + 8 m D^2;
+  m D(D+1)/2 (a fixed added identity, no private test).
 * ``ihm``: GRAM(n, D) + EIG(d) + d^3/3 + m T (n (4d + 3) + WISHART(d) + SOLVE(d));
   8 n D (T + 1) + 8 m T d^2; m (1 + T (d(d+1)/2 + d)).
 * ``dp_gd``: m T n (4d + 3); 8 n D T; m T d.
@@ -51,20 +53,20 @@ Per-estimator formulas, flops; bytes; normal draws per call (m trials, D = d + 1
 * ``dp_2s_gd``: m T n (4 q p + 4 q + 3p + 6); 8 n (q+p+1) T; m T (q p + p).
 * ``dp_2s_gd_beta``: GRAM(n, q+p+1) + m T (n (4q + 3) + 2 q^2 p); 8 n (q+p+1) (T + 1);
   m T p.
-* ``dp_ambssgd*``: m T (s (2d + 1) + b (4d + 3)); 8 T (s + b) D; m T (d + K).
-* ``ambssgd_sgd``: m T b (4d + 3); 8 T (s + b) D; no draws.
-* ``dp_ssgd``: m n (4d + 3); 8 n D m; m n d.
+* ``dp_ambssgd*``: m T (s (2d + 1) + b (4d + 3)); 8 T (s + b) D m; m (n + T (d + K)).
+* ``ambssgd_sgd``: m T b (4d + 3); 8 T (s + b) D m; m n.
+* ``dp_ssgd``: m n (4d + 3); 8 n D m; m n (d + 1).
 * ``dp_sgd_poisson``: m n (4d + 3); 8 n D m; m (n + T d).
 * ``dp_sgd_stream``: m n (4d + 3); 8 n D + 16 m n d; m n d.
 * ``dp_ftrl``: m n (4d + 3) + m d FFT(n); 8 n D + 32 m n d; m n d.
 
-Notes: for the SGD family (``dp_ambssgd*``: T blocks of s DP-STAT rows and b mini-batch
-rows, K = 20 DP-STAT queries at most; the other rows are dropped) the mini-batch
-residuals of all trials share the block's rows; DP-SSGD's and Poisson DP-SGD's trials
-each draw their own order/batches, so each reads the data once
-(``dp_sgd_poisson`` also draws n uniforms per trial for the Poisson sampling, counted as
-draws). ``FFT(n) = 3 * 2.5 L log2 L`` with ``L = 2n`` (two real FFTs and an inverse
-of the zero-padded length: the Toeplitz correlation applied to each noise column).
+Notes: the shuffled SGD family (``dp_ambssgd*``, ``ambssgd_sgd``: T blocks of s DP-STAT
+rows and b mini-batch rows, K = 20 DP-STAT queries at most, the other rows dropped;
+``dp_ssgd``: n single-row steps) and Poisson DP-SGD give every trial its own order or
+batches, so each trial reads the data once and draws n random numbers for its
+permutation or Poisson sampling (counted as draws). ``FFT(n) = 3 * 2.5 L log2 L``
+with ``L = 2n`` (two real FFTs and an inverse of the zero-padded length: the Toeplitz
+correlation applied to each noise column).
 Two-stage IV: ``dp_2s_gd`` clips both stages (first stage residual ``Z Theta - X``
 is n x p per trial: 4qp flops a row, the second 4q); ``dp_2s_gd_beta`` clips the second
 stage only, the first is a Gram update. Workloads not listed here raise ``KeyError``.
@@ -208,6 +210,14 @@ def _mixing(s: Shape) -> Work:
     return Work(flops, 8.0 * n * D + 8.0 * m * D**2, m * (D * (D + 1) / 2 + 1))
 
 
+def _sheffet(s: Shape) -> Work:
+    """As :func:`_mixing` without the private eigenvalue test (a fixed added identity)."""
+    n, d, m = s.n, s.d, s.trials
+    D = d + 1
+    flops = gram(n, D) + D**3 / 3.0 + m * (wishart(D) + solve(d))
+    return Work(flops, 8.0 * n * D + 8.0 * m * D**2, m * D * (D + 1) / 2)
+
+
 def _ihm(s: Shape) -> Work:
     n, d, m, T = s.n, s.d, s.trials, _steps(s)
     D = d + 1
@@ -255,18 +265,20 @@ def _ambssgd(s: Shape) -> Work:
     T, stat, b = _layout(s)
     d, m = s.d, s.trials
     flops = m * T * (stat * (2 * d + 1) + b * _row_step(d))
-    return Work(float(flops), 8.0 * T * (stat + b) * (d + 1), float(m * T * (d + s.K)))
+    rows = 8.0 * T * (stat + b) * (d + 1) * m  # an own permutation per trial
+    return Work(float(flops), rows, float(m * (s.n + T * (d + s.K))))
 
 
 def _ambssgd_sgd(s: Shape) -> Work:
     T, stat, b = _layout(s)
     d, m = s.d, s.trials
-    return Work(float(m * T * b * _row_step(d)), 8.0 * T * (stat + b) * (d + 1), 0.0)
+    rows = 8.0 * T * (stat + b) * (d + 1) * m  # an own permutation per trial
+    return Work(float(m * T * b * _row_step(d)), rows, float(m * s.n))
 
 
 def _dp_ssgd(s: Shape) -> Work:
     n, d, m = s.n, s.d, s.trials
-    return Work(float(m * n * _row_step(d)), 8.0 * n * (d + 1) * m, float(m * n * d))
+    return Work(float(m * n * _row_step(d)), 8.0 * n * (d + 1) * m, float(m * n * (d + 1)))
 
 
 def _dp_sgd_poisson(s: Shape) -> Work:
@@ -293,7 +305,7 @@ FORMULAS: dict[str, Callable[[Shape], Work]] = {
     "ols": _ols,
     "adassp": _adassp,
     "linear_mixing": _mixing,
-    "sheffet_sketch": _mixing,
+    "sheffet_sketch": _sheffet,
     "ihm": _ihm,
     "dp_gd": _dp_gd,
     "2s_gd": _two_stage_gd,

@@ -136,6 +136,29 @@ def test_noise_draws_match_what_the_estimators_draw():
     assert rng.normals == rl.work("dp_sgd_stream", rl.Shape(n, d, n, m)).draws
 
 
+#: Normals the count includes that are not ``standard_normal`` calls: the chi draws on
+#: the diagonal of a Bartlett factor (d per Wishart draw).
+CHI_DIAGONALS = {
+    "ihm": lambda w: w.T * w.d,
+    "linear_mixing": lambda w: w.d + 1,
+    "sheffet_sketch": lambda w: w.d + 1,
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["adassp", "ihm", "linear_mixing", "sheffet_sketch", "dp_gd", "dp_2s_gd", "dp_2s_gd_beta"],
+)
+def test_counted_draws_match_the_quick_workloads(name):
+    """Counted normals = what the estimator draws at the quick workloads (+ chi diagonals)."""
+    for w in (w for w in bench.workloads(True) if w.estimator == name):
+        args, kwargs = w.build(np.random.default_rng(5))
+        rng = CountingGenerator(6)
+        get_estimator(name)(*args, rng=rng, trials=w.trials, **kwargs)
+        chi = CHI_DIAGONALS.get(name, lambda w: 0)(w)
+        assert rng.normals + w.trials * chi == rl.work(name, w.shape()).draws, w.paper
+
+
 def test_deterministic_estimators_count_once_and_private_ones_per_trial():
     one, many = rl.Shape(1000, 5, 10, 1), rl.Shape(1000, 5, 10, 50)
     for name in ("ols", "2s_gd"):
