@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from _machine import THREAD_VARIABLES, facts_markdown, load_average, machine_facts
+from roofline import Rates, Shape, bound_seconds, measure_rates, roofline_ratio, work
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results"
@@ -51,9 +52,28 @@ COLUMNS = [
     "trials_per_second",
     "cpu_seconds_per_call",
     "repeats",
+    "flops_per_trial",
+    "bytes_per_trial",
+    "draws_per_trial",
+    "bound_seconds_per_call",
+    "roofline_ratio",
+    "roofline_ratio_cpu",
+    "peak_mb_per_call",
     "setting",
     "notes",
 ]
+FLOAT_COLUMNS = (
+    "seconds_per_call",
+    "trials_per_second",
+    "cpu_seconds_per_call",
+    "flops_per_trial",
+    "bytes_per_trial",
+    "draws_per_trial",
+    "bound_seconds_per_call",
+    "roofline_ratio",
+    "roofline_ratio_cpu",
+    "peak_mb_per_call",
+)
 
 
 @dataclass(frozen=True)
@@ -61,7 +81,9 @@ class Workload:
     """One timed call: ``get_estimator(estimator)(*args, rng=, trials=, **kwargs)``.
 
     ``build(rng)`` returns ``(args, kwargs)`` (data and hyperparameters, not timed);
-    ``T`` is the number of iterations, steps or blocks (None: not iterative).
+    ``T`` is the number of iterations, steps or blocks (None: not iterative);
+    ``batch`` the expected batch size where the roofline count needs it
+    (``benchmarks/roofline.py``).
     """
 
     estimator: str
@@ -72,6 +94,11 @@ class Workload:
     trials: int
     setting: str
     build: Callable[[Any], tuple[tuple, dict[str, Any]]] = field(repr=False)
+    batch: int | None = None
+
+    def shape(self) -> Shape:
+        """Return the sizes the roofline count needs."""
+        return Shape(self.n, self.d, self.T, self.trials, batch=self.batch)
 
 
 # ------------------------------------------------------------------ synthetic data
@@ -353,6 +380,7 @@ def varshney_workloads(n: int, d: int, trials: int, batch: int) -> list[Workload
             trials,
             f"{base}, batch {batch}, 1 epoch, RDP",
             build_for(poisson),
+            batch=batch,
         ),
     ]
 
@@ -415,8 +443,27 @@ def workloads(quick: bool) -> list[Workload]:
 # ------------------------------------------------------------------ timing
 
 
-def time_workload(w: Workload, repeats: int) -> dict[str, Any]:
-    """Warm up once, then time ``repeats`` calls; return one result row."""
+def peak_megabytes(call: Callable[[], Any]) -> float:
+    """Peak ``tracemalloc`` memory (MB) allocated during one ``call()`` above its start.
+
+    numpy reports its array buffers to ``tracemalloc``, so this is the peak of the
+    Python and numpy heap the call needed on top of its inputs (the data, built before).
+    """
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        call()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return (peak - base) / 2**20
+
+
+def time_workload(w: Workload, repeats: int, rates: Rates) -> dict[str, Any]:
+    """Warm up once, time ``repeats`` calls, trace one more for memory; one result row."""
     import numpy as np
 
     from dpreg.estimators import get_estimator
@@ -442,6 +489,9 @@ def time_workload(w: Workload, repeats: int) -> dict[str, Any]:
     timings = [call() for _ in range(repeats)]
     seconds = min(wall for wall, _ in timings)
     cpu_seconds = min(cpu for _, cpu in timings)
+    peak_mb = peak_megabytes(call)  # untimed: tracemalloc slows allocation
+    counted = work(w.estimator, w.shape())
+    bound = bound_seconds(counted, rates)
     notes = "; ".join(sorted(set(caught)))
     return {
         "estimator": w.estimator,
@@ -454,6 +504,13 @@ def time_workload(w: Workload, repeats: int) -> dict[str, Any]:
         "trials_per_second": w.trials / seconds,
         "cpu_seconds_per_call": cpu_seconds,
         "repeats": repeats,
+        "flops_per_trial": counted.flops / w.trials,
+        "bytes_per_trial": counted.bytes / w.trials,
+        "draws_per_trial": counted.draws / w.trials,
+        "bound_seconds_per_call": bound,
+        "roofline_ratio": roofline_ratio(seconds, bound),
+        "roofline_ratio_cpu": roofline_ratio(cpu_seconds, bound),
+        "peak_mb_per_call": peak_mb,
         "setting": w.setting,
         "notes": notes,
     }
@@ -493,8 +550,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         cells = []
         for col in COLUMNS:
             value = row[col]
-            if col in ("seconds_per_call", "trials_per_second", "cpu_seconds_per_call"):
-                value = f"{value:.4g}"
+            if col in FLOAT_COLUMNS:
+                value = f"{value:.2f}" if col.startswith("roofline_ratio") else f"{value:.4g}"
             cells.append(str(value).replace("|", "/"))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -516,6 +573,16 @@ def write_outputs(out: Path, rows, facts, pinning: str, quick: bool, elapsed: fl
         "call over the repeats: well below `seconds_per_call` means the core was shared "
         "with other processes. Produced by `benchmarks/estimators.py`; "
         f"total wall time {elapsed:.0f} s.",
+        "",
+        "Roofline (`benchmarks/roofline.py`, issue 18): `flops_per_trial`, "
+        "`bytes_per_trial`, `draws_per_trial` are the work the algorithm must do (call "
+        "total / trials; work the trials share is divided among them), "
+        "`bound_seconds_per_call` = max(flops / GEMM rate, bytes / bandwidth) + draws / "
+        "normal rate at the rates below (measured in this run, same core), "
+        "`roofline_ratio` = seconds_per_call / bound (goal <= 3; `roofline_ratio_cpu` with "
+        "the CPU time, the better estimate on a shared core). `peak_mb_per_call`: "
+        "tracemalloc peak of one extra untimed call (Python and numpy heap above the "
+        "call's inputs).",
         "",
         markdown_table(rows),
         "",
@@ -548,16 +615,25 @@ def main(argv: list[str] | None = None) -> int:
 
     load_start = load_average()
     t0 = time.perf_counter()
+    rates = measure_rates(quick=args.quick)
+    print(
+        f"rates: GEMM {rates.gemm_flops_per_s / 1e9:.3g} Gflop/s, copy "
+        f"{rates.bandwidth_bytes_per_s / 1e9:.3g} GB/s, "
+        f"{rates.normals_per_s / 1e6:.3g} M normals/s",
+        flush=True,
+    )
     todo = [w for w in workloads(args.quick) if args.only is None or w.estimator in args.only]
     missing = sorted(set(ESTIMATORS) - {w.estimator for w in workloads(args.quick)})
     rows = []
     for w in todo:
         print(f"{w.estimator:24s} {w.paper:18s} n={w.n} d={w.d} T={w.T} ...", flush=True)
-        row = time_workload(w, args.repeats)
+        row = time_workload(w, args.repeats, rates)
         rows.append(row)
         print(
             f"{'':24s} {row['seconds_per_call']:.4g} s/call, "
-            f"{row['trials_per_second']:.4g} trials/s, {row['cpu_seconds_per_call']:.4g} s CPU",
+            f"{row['trials_per_second']:.4g} trials/s, {row['cpu_seconds_per_call']:.4g} s CPU, "
+            f"bound {row['bound_seconds_per_call']:.3g} s, ratio {row['roofline_ratio']:.2f}, "
+            f"peak {row['peak_mb_per_call']:.1f} MB",
             flush=True,
         )
     elapsed = time.perf_counter() - t0
@@ -567,6 +643,9 @@ def main(argv: list[str] | None = None) -> int:
         "pinning": pinning,
         "load_1min_start": f"{load_start:.2f}",
         "load_1min_end": f"{load_average():.2f}",
+        "gemm_gflops": f"{rates.gemm_flops_per_s / 1e9:.4g}",
+        "copy_bandwidth_gb_s": f"{rates.bandwidth_bytes_per_s / 1e9:.4g}",
+        "normals_per_s": f"{rates.normals_per_s:.4g}",
     }
     if missing:
         facts["estimators_without_workload"] = ", ".join(missing)
