@@ -12,7 +12,14 @@ every sensitivity and noise scale) stays what the analyst declared. With rows
 
 so any estimator called with ``bound_X = B`` on :math:`\tilde X` keeps its guarantee:
 the augmentation is a fixed, public, row-by-row map (it reads nothing off the data, and
-a neighbouring pair of datasets stays a neighbouring pair under the same relation). A
+a neighbouring pair of datasets stays a neighbouring pair under the same relation).
+Under **zero-out** this needs the relation's own reading: a record is replaced by the
+*null record*, which contributes nothing to the estimator (Kairouz et al. 2021), and the
+map sends the null record to the all-zero augmented row, not to :math:`(0, sB)/\sqrt{1+s^2}`.
+A record replaced by the feature row :math:`x = 0` with :math:`y = 0` in original units is
+a different neighbour: its augmented row is not zero, so for that pair the guarantee is
+the replace-one one (for the clipped-gradient methods, twice the zero-out sensitivity).
+Add/remove and replace-one pairs are kept as they are. A
 fit :math:`\tilde\theta \in \mathbb R^{d+1}` maps back to
 
 .. math::
