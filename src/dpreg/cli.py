@@ -173,6 +173,35 @@ def _write_json(path: Path, payload: dict[str, Any]) -> None:
     write_json(payload, path)
 
 
+def _original_units(what: str, names: Sequence[str], coef: Any, intercept: Any) -> str:
+    """Return the line giving a fit in the table's original units."""
+    return (
+        f"In original units ({what}): intercept {float(intercept):.6g}; "
+        + ", ".join(f"{n} {c:.6g}" for n, c in zip(names, np.ravel(coef), strict=True))
+        + "\n"
+    )
+
+
+def _fit_payload(
+    args: argparse.Namespace, train: Any, model: Any, coef: Any, intercept: Any, **extra: Any
+) -> dict[str, Any]:
+    """Return the JSON of ``dpreg fit``: what every method reports, plus ``extra``."""
+    return {
+        "method": args.method,
+        "n": int(train.n),
+        "features": list(train.feature_names),
+        "response": train.target_name,
+        "coef": [float(c) for c in np.ravel(coef)],
+        "intercept": float(intercept),
+        "coef_scaled": [float(c) for c in model.coef_],
+        "intercept_scaled": float(model.intercept_),
+        "budget_spent": _no_nan(model.budget_spent_),
+        "hyperparameters": model.hyperparameters_,
+        "seed": args.seed,
+        **extra,
+    }
+
+
 def _fit(args: argparse.Namespace, out: TextIO) -> int:
     from dpreg.estimators.iv_methods import IV_METHODS
     from dpreg.estimators.methods import METHODS
@@ -205,32 +234,9 @@ def _fit(args: argparse.Namespace, out: TextIO) -> int:
     coef, intercept = scaling.to_original(model.coef_, model.intercept_)
     text = model.summary(feature_names=list(train.feature_names), alpha=args.alpha)
     out.write(text + "\n")
-    out.write(
-        "In original units (the codebook's public map): intercept "
-        f"{float(intercept):.6g}; "
-        + ", ".join(f"{n} {c:.6g}" for n, c in zip(train.feature_names, coef, strict=True))
-        + "\n"
-    )
+    out.write(_original_units("the codebook's public map", train.feature_names, coef, intercept))
     if args.json is not None:
-        _write_json(
-            args.json,
-            {
-                "method": args.method,
-                "n": int(train.n),
-                "features": list(train.feature_names),
-                "response": train.target_name,
-                "coef": [float(c) for c in np.ravel(coef)],
-                "intercept": float(intercept),
-                "coef_scaled": [float(c) for c in model.coef_],
-                "intercept_scaled": float(model.intercept_),
-                "budget_spent": {
-                    k: (None if isinstance(v, float) and math.isnan(v) else v)
-                    for k, v in model.budget_spent_.items()
-                },
-                "hyperparameters": model.hyperparameters_,
-                "seed": args.seed,
-            },
-        )
+        _write_json(args.json, _fit_payload(args, train, model, coef, intercept))
     return 0
 
 
@@ -264,36 +270,22 @@ def _fit_standardised(args: argparse.Namespace, codebook: Any, out: TextIO) -> i
         + f" (k = {release['k']:g}, rho = {release['rho']:.4g}, noise sd {release['sigma']:.4g})\n"
     )  # fmt: skip
     out.write(
-        "In original units (the map from the private standardisation): intercept "
-        f"{float(result.intercept):.6g}; "
-        + ", ".join(f"{n} {c:.6g}" for n, c in zip(train.feature_names, result.coef, strict=True))
-        + "\n"
-    )
+        _original_units(
+            "the map from the private standardisation", train.feature_names, result.coef,
+            result.intercept,
+        )
+    )  # fmt: skip
     if args.json is not None:
         split = model.budget_split_
-        _write_json(
-            args.json,
-            {
-                "method": args.method,
-                "n": int(train.n),
-                "features": list(train.feature_names),
-                "response": train.target_name,
-                "coef": [float(c) for c in np.ravel(result.coef)],
-                "intercept": float(result.intercept),
-                "coef_scaled": [float(c) for c in model.coef_],
-                "intercept_scaled": float(model.intercept_),
-                "budget_spent": _no_nan(model.budget_spent_),
-                "budget_split": {
-                    k: (_no_nan(v) if isinstance(v, dict) else v) for k, v in split.items()
-                },
-                "standardisation": {
-                    k: v for k, v in release.items() if k not in ("step", "privacy")
-                },
-                "scaling": result.scaling.to_dict(),
-                "hyperparameters": model.hyperparameters_,
-                "seed": args.seed,
+        payload = _fit_payload(
+            args, train, model, result.coef, result.intercept,
+            budget_split={
+                k: (_no_nan(v) if isinstance(v, dict) else v) for k, v in split.items()
             },
-        )
+            standardisation={k: v for k, v in release.items() if k not in ("step", "privacy")},
+            scaling=result.scaling.to_dict(),
+        )  # fmt: skip
+        _write_json(args.json, payload)
     return 0
 
 
@@ -343,31 +335,14 @@ def _fit_iv(args: argparse.Namespace, out: TextIO) -> int:
         alpha=args.alpha,
     )
     out.write(text + "\n")
-    out.write(
-        "In original units (the codebook's public map): intercept "
-        f"{float(intercept):.6g}; "
-        + ", ".join(f"{n} {c:.6g}" for n, c in zip(train.feature_names, coef, strict=True))
-        + "\n"
-    )
+    out.write(_original_units("the codebook's public map", train.feature_names, coef, intercept))
     if args.json is not None:
-        _write_json(
-            args.json,
-            {
-                "method": args.method,
-                "n": int(train.n),
-                "features": list(train.feature_names),
-                "instruments": list(train.instrument_names),
-                "response": train.target_name,
-                "coef": [float(c) for c in np.ravel(coef)],
-                "intercept": float(intercept),
-                "coef_scaled": [float(c) for c in model.coef_],
-                "intercept_scaled": float(model.intercept_),
-                "budget_spent": dict(model.budget_spent_),
-                "budget_split": dict(model.budget_split_),
-                "hyperparameters": model.hyperparameters_,
-                "seed": args.seed,
-            },
-        )
+        payload = _fit_payload(
+            args, train, model, coef, intercept,
+            instruments=list(train.instrument_names),
+            budget_split=dict(model.budget_split_),
+        )  # fmt: skip
+        _write_json(args.json, payload)
     return 0
 
 
