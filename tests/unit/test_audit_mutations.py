@@ -73,10 +73,11 @@ MUTATIONS = {
             "dp_gd_sensitivity",
             lambda real: lambda *a, **k: real(*a, **k) / 2,
         ),
+        # the default gradient kernel (kernel="fast") built without clipping
         "clipping dropped": (
             dpgd,
-            "clipped_mean_gradient",
-            lambda real: lambda X, y, theta, clip, **k: real(X, y, theta, np.inf, **k),
+            "ClippedGradientKernel",
+            lambda real: lambda X, y, clip, **k: real(X, y, np.inf, **k),
         ),
     },
     "ihm": {

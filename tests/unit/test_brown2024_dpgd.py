@@ -221,3 +221,45 @@ def test_bad_streams():
         fit_dp_gd(X, y, rng=[gens[0], 3], trials=2, **base)
     with pytest.raises(TypeError, match="Generator"):
         fit_dp_gd(X, y, rng=[], trials=1, **base)
+
+
+@pytest.mark.parametrize("mode", ["gradient", "residual"])
+def test_design_metric_certificate_is_exact_and_certifies_more(mode, monkeypatch):
+    """A badly conditioned design: ||theta - ols||_2 is large where the fitted values are
+    close, so the design metric certifies pairs the Euclidean one cannot; the gradients
+    and the clip counts equal the definition under both metrics."""
+    import dpreg.estimators.dpgd as mod
+
+    monkeypatch.setattr(mod, "_FAST_BLOCK_ELEMENTS", 64)
+    monkeypatch.setattr(mod, "_FAST_MIN_ROWS", 1)
+    rng = np.random.default_rng(11)
+    n = 300
+    base = rng.standard_normal((n, 2))
+    X = np.column_stack([base, base[:, 0] + 1e-4 * rng.standard_normal(n)])  # collinear
+    X /= np.linalg.norm(X, axis=1).max()
+    y = np.clip(X @ np.array([0.5, -0.2, 0.1]) + 0.1 * rng.standard_normal(n), -1, 1)
+    ols = np.linalg.lstsq(X, y, rcond=None)[0]
+    # moves along the near-null direction (large in norm, tiny in fitted values) and
+    # ordinary moves of growing size
+    null_dir = np.array([1.0, 0.0, -1.0]) / math.sqrt(2)
+    moves = np.column_stack(
+        [null_dir * s for s in (5.0, 50.0, 500.0)]
+        + [rng.standard_normal(3) * s for s in (0.01, 0.3, 3.0)]
+    )
+    theta = ols[:, None] + moves
+    g_ref, frac_ref = _loop_gradient(X, y, theta, 0.5, mode)
+    certified = {}
+    for metric in ("design", "euclidean"):
+        kernel = ClippedGradientKernel(X, y, 0.5, clip_mode=mode, metric=metric)
+        g, frac = kernel(theta)
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(frac, frac_ref)
+        certified[metric] = kernel.pairs["certified"]
+    assert frac_ref.max() > 0  # clipping happens
+    assert certified["design"] > 1.5 * certified["euclidean"]
+
+
+def test_certificate_metric_is_validated():
+    X, y = _gaussian(n=20)
+    with pytest.raises(ValueError, match="metric"):
+        ClippedGradientKernel(X, y, 1.0, metric="mahalanobis")

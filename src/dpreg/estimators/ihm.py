@@ -32,6 +32,7 @@ import numpy as np
 
 from dpreg._validation import check_bounded_design, check_choice, check_positive, check_probability
 from dpreg.estimators._linalg import solve_symmetric_batch
+from dpreg.estimators.dpgd import ClippedGradientKernel
 from dpreg.estimators.gram_sketch import direct_sketch_gram, gram_factor, sample_sketch_gram
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
@@ -41,6 +42,7 @@ from dpreg.results import Fit
 GAMMA_METHODS = ("rdp", "closed_form", "code")
 VARIANTS = ("experiments", "paper")
 SAMPLERS = ("gram", "direct")
+KERNELS = ("fast", "rows")
 
 #: Smallest admissible mixing level: Proposition 5 (Lev et al. 2025) needs gamma > 5/2.
 GAMMA_MIN = 2.5
@@ -397,6 +399,7 @@ def fit_ihm(
     gamma_method: str = "rdp",
     variant: str = "experiments",
     sampler: str = "gram",
+    kernel: str = "fast",
 ) -> Fit:
     r"""Fit linear regression by Iterative Hessian Mixing (Lev et al. 2026, Algorithm 1).
 
@@ -456,6 +459,16 @@ def fit_ihm(
         (:func:`~dpreg.estimators.gram_sketch.sample_sketch_gram`, Bartlett),
         :math:`O(d^3)` per trial and iteration. ``"direct"``: explicit :math:`S_t` of
         shape (k, n), :math:`O(knd)` (reference).
+    kernel : {"fast", "rows"}, default "fast"
+        How the clipped gradients :math:`X^\top\mathrm{clip}_C(Y - X\hat\theta_t)` are
+        computed; both give the same values to rounding error (clip fractions exactly)
+        from the same random draws. ``"rows"``: every row for every trial,
+        :math:`O(nd)` per trial and iteration (reference). ``"fast"``:
+        :class:`~dpreg.estimators.dpgd.ClippedGradientKernel` with residual clipping,
+        which certifies the rows whose residual cannot reach :math:`C` anywhere within
+        a distance of the OLS solution and sums those through block Gram matrices
+        (:math:`O(d^2)` per block); after the first iterate most pairs of (row, trial)
+        are certified (``kernel_pairs`` in the diagnostics counts them).
 
     Returns
     -------
@@ -472,7 +485,9 @@ def fit_ihm(
         ``clip_fraction`` (trials, T) (fraction of rows whose residual
         was clipped at iteration t), ``n_robust_solves``, ``privacy`` (the pieces of
         :func:`ihm_privacy_pieces`: eps and delta of the eigenvalue test, sketches and
-        gradients), ``epsilon_certified``, ``gamma_method``, ``variant``, ``sampler``.
+        gradients), ``epsilon_certified``, ``gamma_method``, ``variant``, ``sampler``,
+        ``kernel``, ``kernel_pairs`` (``"fast"``: how many (row, trial, iteration) terms
+        were certified, summed by a Gram product, or computed row by row).
         All in the units of the original (un-normalised) data except ``gamma``,
         ``eta2`` and ``lambda_min_noisy``, which are in the units of :math:`X/C_X`.
 
@@ -543,6 +558,7 @@ def fit_ihm(
     check_choice(gamma_method, "gamma_method", GAMMA_METHODS)
     check_choice(variant, "variant", VARIANTS)
     check_choice(sampler, "sampler", SAMPLERS)
+    check_choice(kernel, "kernel", KERNELS)
     rho = delta / 10.0 if failure_prob is None else check_probability(failure_prob, "failure_prob")
     n, d = X.shape
     if k is not None:
@@ -564,6 +580,7 @@ def fit_ihm(
     gram = 0.5 * (gram + gram.T)
     factor = gram_factor(gram=gram) if sampler == "gram" else None
     lambda_min = float(np.linalg.eigvalsh(gram)[0])
+    fast = ClippedGradientKernel(Xn, y, clip, clip_mode="residual") if kernel == "fast" else None
 
     # Algorithm 2 with C_X = 1 and noise gamma / sqrt(k) (line 2 of Algorithm 1).
     z = rng.standard_normal(trials)
@@ -583,7 +600,11 @@ def fit_ihm(
             H = direct_sketch_gram(Xn, eta, k, rng)
         H /= k
         hessian_mean += H / T
-        grad, clip_fraction[:, t] = _clipped_gradients(Xn, y, theta, clip)
+        if fast is None:
+            grad, clip_fraction[:, t] = _clipped_gradients(Xn, y, theta, clip)
+        else:  # the kernel returns -(1/n) X^T clip_C(y - X theta) by columns
+            mean_grad, clip_fraction[:, t] = fast(theta.T)
+            grad = -n * mean_grad.T
         if variant == "paper":
             grad -= eta2[:, None] * theta
         grad += cal.sigma * rng.standard_normal((trials, d))
@@ -630,5 +651,7 @@ def fit_ihm(
             "gamma_method": gamma_method,
             "variant": variant,
             "sampler": sampler,
+            "kernel": kernel,
+            "kernel_pairs": dict(fast.pairs) if fast is not None else None,
         },
     )
