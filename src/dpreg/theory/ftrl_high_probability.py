@@ -51,6 +51,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.signal import lfilter
 
 from dpreg.theory.ftrl import _eigs, gaussian_kurtosis_constants
 
@@ -297,12 +298,8 @@ def lemma_d10_bound(
     if eta * r2 > 1.0:
         raise ValueError(f"eta must be <= 1/R^2 = {1.0 / r2:.6g}; got eta={eta!r}")
     root_a = math.sqrt(_contraction(lam, eta))
-    # s_tau = sum_k |b_k| a^{(tau-k)/2} = root_a * s_{tau-1} + |b_tau|
-    s = np.empty(b.size)
-    acc = 0.0
-    for tau, bk in enumerate(b):
-        acc = root_a * acc + bk
-        s[tau] = acc
+    # s_tau = sum_k |b_k| a^{(tau-k)/2} = root_a * s_{tau-1} + |b_tau|: a first-order filter
+    s = lfilter([1.0], [1.0, -root_a], b)
     return d * s**2
 
 
@@ -336,17 +333,15 @@ def proposition_d6_bound(
 
 
 def _split_min(per_term: np.ndarray, cap: float) -> np.ndarray:
-    r""":math:`\min_k [k\cdot cap + \sum_{\ell \ge k} per\_term_\ell]` for each prefix length t.
+    r""":math:`\min_{0\le k\le t}[k\cdot cap + \sum_{k\le\ell<t} per\_term_\ell]` for t = 0..n.
 
-    ``per_term[ell]`` is the Markov bound at lag ``ell``; the first k lags are bounded by
-    ``cap``. Returns the value for prefix lengths t = 0..len(per_term).
+    ``per_term[ell]`` is the Markov bound at lag ``ell``; the k most recent lags are
+    bounded by ``cap``. With prefix sums :math:`S`, the bracket is :math:`k\,cap - S_k +
+    S_t`, so a running minimum gives every t in :math:`O(n)`.
     """
-    n = per_term.size
-    out = np.zeros(n + 1)
-    for t in range(1, n + 1):
-        tail = np.concatenate([np.cumsum(per_term[:t][::-1])[::-1], [0.0]])  # sum_{l>=k}
-        out[t] = float(np.min(np.arange(t + 1) * cap + tail))
-    return out
+    prefix = np.concatenate([[0.0], np.cumsum(per_term)])
+    g = np.arange(prefix.size) * cap - prefix
+    return np.minimum.accumulate(g) + prefix
 
 
 def proposition_d7_bound(
