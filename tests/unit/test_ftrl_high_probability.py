@@ -94,15 +94,78 @@ def test_d5_event_failure_rates():
     assert np.quantile(xi_sq, 1 - ev.q) > ev.label_sq / 3.0
 
 
-def test_d5_markov_events_and_chaos_events(noisy):
-    # E1^sgd / E1^dp on the simulated components: ||theta_sgd_t||^2 within the chaos
-    # factor times its conditional-mean trace; checked here through the cheaper sufficient
-    # bound of D.7 / D.8 (the union of events fails with probability <= p)
-    ev = hp.proposition_d5_events(LAM, T=T, p=P, sigma_sgd=0.5)
-    assert ev.q == pytest.approx(P / 6)
-    assert ev.markov_factor == pytest.approx(T * T * 6 / P)
-    assert float(np.mean(noisy["x_sq"] > ev.input_sq)) <= _margin(ev.q, 4000)
-    assert float(np.mean(noisy["xi_sq"] > ev.label_sq)) <= _margin(ev.q, 4000)
+def _d5_event_failures(lam, beta, eta, sigma, sigma_sgd, T, p, n, seed):
+    """Per seed, whether each of the six events (71)-(78) fails, by direct simulation.
+
+    Sigma^sgd_t by Sigma_{t+1} = x_t x_t^T + Q_t Sigma_t Q_t (64); Sigma^dp_t = sum_j
+    G_{t,j} G_{t,j}^T with G_{t+1,j} = Q_t G_{t,j} + beta_{t-j} I (so V_{t,tau} =
+    G_{t,t-1-tau}, (65)); Tr W_{t,tau} = ||Q_{t-1} ... Q_{tau+1} x_tau||^2 (75).
+    """
+    ev = hp.proposition_d5_events(lam, T=T, p=p, sigma_sgd=sigma_sgd)
+    rng = np.random.default_rng(seed)
+    d = lam.size
+    eye = np.eye(d)
+    a = 1.0 - eta * lam.min()
+    d10 = hp.lemma_d10_bound(np.resize(beta, T), eigenvalues=lam, eta=eta)
+    x = np.sqrt(lam) * rng.standard_normal((T, n, d))
+    xi = sigma_sgd * rng.standard_normal((T, n))
+    w = sigma * rng.standard_normal((T, n, d))
+    sgd, dp = np.zeros((n, d)), np.zeros((n, d))
+    sig_sgd = np.zeros((n, d, d))
+    g = np.zeros((n, T, d, d))  # G_{t,j}, j < t
+    u = np.zeros((n, T, d))  # propagated x_tau, tau < t
+    fail = {k: np.zeros(n, dtype=bool) for k in ("e1", "e2", "e1sgd", "e2sgd", "e1dp", "e2dp")}
+    fail["e1"] = (x**2).sum(2).max(0) > ev.input_sq
+    fail["e2"] = (xi**2).max(0) > ev.label_sq
+    for t in range(T):
+        if t > 0:
+            tr_sgd = np.trace(sig_sgd, axis1=1, axis2=2)
+            fail["e1sgd"] |= (sgd**2).sum(1) > eta**2 * sigma_sgd**2 * tr_sgd * ev.chaos_factor
+            tr_g = (g[:, :t] ** 2).sum((2, 3))  # (n, t): Tr G_{t,j} G_{t,j}^T
+            fail["e1dp"] |= (dp**2).sum(1) > eta**2 * sigma**2 * tr_g.sum(1) * ev.chaos_factor
+            lag = t - 1 - np.arange(t)  # tau = t - 1 - j for G, lag t - 1 - tau for W
+            fail["e2dp"] |= np.any(tr_g > ev.markov_factor * d10[lag], axis=1)
+            tr_w = (u[:, :t] ** 2).sum(2)
+            fail["e2sgd"] |= np.any(tr_w > ev.markov_factor * ev.r2 * a**lag, axis=1)
+        xt = x[t]
+        q = eye - eta * xt[:, :, None] * xt[:, None, :]
+        noise = sum(beta[k] * w[t - k] for k in range(min(t + 1, len(beta))))
+        sgd = np.einsum("nij,nj->ni", q, sgd) + eta * xi[t][:, None] * xt
+        dp = np.einsum("nij,nj->ni", q, dp) - eta * noise
+        sig_sgd = xt[:, :, None] * xt[:, None, :] + q @ sig_sgd @ q
+        g[:, :t] = np.einsum("nij,ntjk->ntik", q, g[:, :t])
+        for j in range(t + 1):
+            if t - j < len(beta):
+                g[:, j] += beta[t - j] * eye
+        u[:, :t] = np.einsum("nij,ntj->nti", q, u[:, :t])
+        u[:, t] = xt
+    # state after the last update (t = T): squared norms and the traces of their
+    # conditional covariances / (eta sigma)^2, for a consistency check of the recursions
+    last = {
+        "sgd": (sgd**2).sum(1),
+        "tr_sgd": np.trace(sig_sgd, axis1=1, axis2=2),
+        "dp": (dp**2).sum(1),
+        "tr_dp": (g**2).sum((1, 2, 3)),
+    }
+    return ev, fail, last
+
+
+def test_d5_all_six_events():
+    # large p (q = 0.1 per event) so that failures of the Gaussian-tail events can show
+    lam, t_max, p, n = np.array([1.0, 0.4]), 25, 0.6, 2000
+    ev0 = hp.proposition_d5_events(lam, T=t_max, p=p, sigma_sgd=1.0)
+    eta = 0.9 / ev0.input_sq
+    beta = nu_ftrl(eta * lam.min()).coefficients(t_max)
+    ev, fail, last = _d5_event_failures(lam, beta, eta, 1.0, 1.0, t_max, p, n, 5150)
+    # the recursions for Sigma^sgd (64) and Sigma^dp (65) are the conditional covariances:
+    # E||theta_sgd||^2 = eta^2 sigma_sgd^2 E Tr Sigma^sgd, likewise for the DP part
+    for part in ("sgd", "dp"):
+        diff = last[part] - eta**2 * last[f"tr_{part}"]
+        assert abs(diff.mean()) <= 4 * diff.std(ddof=1) / math.sqrt(n), part
+    for key, f in fail.items():
+        assert float(f.mean()) <= _margin(ev.q, n), key
+    union = np.any(np.stack(list(fail.values())), axis=0)
+    assert float(union.mean()) <= _margin(p, n)
 
 
 def test_d5_input_errors():
