@@ -361,7 +361,7 @@ class _BlockLayout:
 
     def __init__(self, kernel: ClippedGradientKernel, trials: int) -> None:
         n, d = kernel.n, kernel.d
-        rows = max(_FAST_MIN_ROWS, _FAST_BLOCK_ELEMENTS // max(trials, 1))
+        rows = min(n, max(_FAST_MIN_ROWS, _FAST_BLOCK_ELEMENTS // max(trials, 1)))
         self.spans = [(s, min(s + rows, n)) for s in range(0, n, rows)]
         self.tau_min = np.array([kernel.tau[stop - 1] for _, stop in self.spans])
         # Gram blocks [X_b' X_b, X_b' y_b] = (XB)_b' A_b, and prefix sums over blocks
