@@ -67,7 +67,7 @@ def _toy_kinds():
         register_kind(kind)
     yield
     for kind in TOY_KINDS:
-        kinds._KINDS.pop(kind.name, None)
+        kinds._ADDED.pop(kind.name, None)
 
 
 def test_the_flag_defaults_to_false_and_only_the_benchmark_sets_it():

@@ -95,7 +95,7 @@ def test_a_kind_returning_a_timing_column_is_refused(monkeypatch):
         rows = base.run(cell, **kw)
         return rows.assign(wall_time_s=0.1)
 
-    monkeypatch.setitem(kinds._KINDS, "timed", dataclasses.replace(base, name="timed", run=timed))
+    monkeypatch.setitem(kinds._ADDED, "timed", dataclasses.replace(base, name="timed", run=timed))
     config = yaml.safe_load(SMOKE.read_text())
     _, cell, _ = _first_chunk(config, "cc_fig4_quoted", trials=1)
     run_cell("ftrl_quoted", cell, trials=1, first_trial=0, seed=1)  # the real kind passes

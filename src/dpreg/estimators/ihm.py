@@ -149,7 +149,7 @@ def ihm_privacy_pieces(
 def _privacy_pieces(
     gamma: float, sigma: float, k: int, T: int, clip: float, delta: float
 ) -> tuple[tuple[str, float], ...]:
-    """The items of :func:`ihm_privacy_pieces` (cached: the alpha search is ~1 ms)."""
+    """Compute the items of :func:`ihm_privacy_pieces` (cached: its alpha search is ~1 ms)."""
     dq = delta / 4.0
     eps_eig = gaussian_epsilon(gamma / math.sqrt(k), dq, 1.0)
     eps_mix, alpha = mixing_epsilon(gamma, k * T, dq)

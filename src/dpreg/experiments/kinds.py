@@ -1,85 +1,123 @@
 """The study-kind registry: one explicit table from config ``kind`` names to study kinds.
 
 Adding a kind is one module defining a :class:`~dpreg.experiments.study_kind.StudyKind`
-and one entry in :data:`BUILTIN_KINDS` (``CONTRIBUTING.md``, "Add a study kind"). The
+and one entry in ``_BUILTIN_SOURCES`` (``CONTRIBUTING.md``, "Add a study kind"). The
 kind modules never import this module, so the imports are acyclic
 (``docs/architecture.md``, "Layers").
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
+import importlib
+from collections.abc import Iterator, Mapping
 
-from dpreg.experiments import (
-    benchmark,
-    brown2024,
-    choquettechoo2023,
-    choquettechoo2023_digits,
-    choquettechoo2023_iterates,
-    ci_coverage,
-    dpreg_iv_table,
-    lev2026_clipping,
-    lev2026_table2,
-    liang2025_angrist,
-    liang2025_bound,
-    liang2025_synthetic,
-    privacy_audit,
-    regression,
-    varshney2022,
-    varshney2022_diagnostics,
-)
 from dpreg.experiments.study_kind import StudyKind, dataset_of
 
 __all__ = ["BUILTIN_KINDS", "STUDY_KINDS", "StudyKind", "dataset_of", "get_kind", "register_kind"]
 
-#: Every built-in study kind, in the order of the papers.
-BUILTIN_KINDS: Mapping[str, StudyKind] = MappingProxyType(
-    {
-        kind.name: kind
-        for kind in (
-            regression.EPS_GRID,
-            lev2026_table2.TABLE2,
-            lev2026_clipping.CLIPPING,
-            liang2025_synthetic.IV_SYNTHETIC,
-            liang2025_angrist.IV_ANGRIST,
-            liang2025_bound.IV_BOUND_CURVE,
-            brown2024.ERROR_VS_DIM,
-            brown2024.COST_OF_PRIVACY,
-            brown2024.CLIP_HEATMAP,
-            brown2024.BIAS_VARIANCE,
-            brown2024.ERROR_VS_CLIPPING,
-            brown2024.CI,
-            varshney2022.SIM,
-            varshney2022_diagnostics.DIAGNOSTICS,
-            choquettechoo2023.MEAN_RATIO,
-            choquettechoo2023.THEORY_TABLE,
-            choquettechoo2023.LINREG_SIM,
-            choquettechoo2023.SOCP_BOUND,
-            choquettechoo2023.QUOTED,
-            choquettechoo2023_digits.DIGITS,
-            choquettechoo2023_iterates.ITERATE_BOUNDS,
-            privacy_audit.PRIVACY_AUDIT,
-            benchmark.BENCHMARK,
-            ci_coverage.CI_COVERAGE,
-            dpreg_iv_table.IV_TABLE,
-        )
-    }
-)
+#: Where every built-in study kind is defined (kind name -> module of
+#: ``dpreg.experiments``, attribute), in the order of the papers. A kind's module is
+#: imported when the kind is first looked up, so a workflow job that runs one kind does
+#: not import the others (and their plotting and statistics stacks); listing the table
+#: imports them all.
+_BUILTIN_SOURCES: dict[str, tuple[str, str]] = {
+    "eps_grid": ("regression", "EPS_GRID"),
+    "lev_table2": ("lev2026_table2", "TABLE2"),
+    "lev_clipping": ("lev2026_clipping", "CLIPPING"),
+    "iv_synthetic": ("liang2025_synthetic", "IV_SYNTHETIC"),
+    "iv_angrist": ("liang2025_angrist", "IV_ANGRIST"),
+    "iv_bound_curve": ("liang2025_bound", "IV_BOUND_CURVE"),
+    "brown_error_vs_dim": ("brown2024", "ERROR_VS_DIM"),
+    "brown_cost_of_privacy": ("brown2024", "COST_OF_PRIVACY"),
+    "brown_clip_heatmap": ("brown2024", "CLIP_HEATMAP"),
+    "brown_bias_variance": ("brown2024", "BIAS_VARIANCE"),
+    "brown_error_vs_clipping": ("brown2024", "ERROR_VS_CLIPPING"),
+    "brown_ci": ("brown2024", "CI"),
+    "varshney_sim": ("varshney2022", "SIM"),
+    "varshney_diagnostics": ("varshney2022_diagnostics", "DIAGNOSTICS"),
+    "ftrl_mean_ratio": ("choquettechoo2023", "MEAN_RATIO"),
+    "ftrl_theory_table": ("choquettechoo2023", "THEORY_TABLE"),
+    "ftrl_linreg_sim": ("choquettechoo2023", "LINREG_SIM"),
+    "ftrl_socp_bound": ("choquettechoo2023", "SOCP_BOUND"),
+    "ftrl_quoted": ("choquettechoo2023", "QUOTED"),
+    "ftrl_digits": ("choquettechoo2023_digits", "DIGITS"),
+    "ftrl_iterate_bounds": ("choquettechoo2023_iterates", "ITERATE_BOUNDS"),
+    "privacy_audit": ("privacy_audit", "PRIVACY_AUDIT"),
+    "benchmark": ("benchmark", "BENCHMARK"),
+    "ci_coverage": ("ci_coverage", "CI_COVERAGE"),
+    "iv_table": ("dpreg_iv_table", "IV_TABLE"),
+}
 
-_KINDS: dict[str, StudyKind] = dict(BUILTIN_KINDS)
+
+class _LazyKinds(Mapping[str, StudyKind]):
+    """Read-only mapping from kind names to kinds, importing each kind's module on demand."""
+
+    def __init__(self, sources: Mapping[str, tuple[str, str]]) -> None:
+        self._sources = dict(sources)
+        self._loaded: dict[str, StudyKind] = {}
+
+    def __getitem__(self, name: str) -> StudyKind:
+        kind = self._loaded.get(name)
+        if kind is None:
+            module, attribute = self._sources[name]  # KeyError for an unknown name
+            kind = getattr(importlib.import_module(f"dpreg.experiments.{module}"), attribute)
+            if not isinstance(kind, StudyKind) or kind.name != name:
+                raise RuntimeError(
+                    f"dpreg.experiments.{module}.{attribute} is not the study kind {name!r}"
+                )
+            self._loaded[name] = kind
+        return kind
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._sources
+
+
+#: Every built-in study kind, in the order of the papers (modules imported on lookup).
+BUILTIN_KINDS: Mapping[str, StudyKind] = _LazyKinds(_BUILTIN_SOURCES)
+
+
+class _AllKinds(Mapping[str, StudyKind]):
+    """The built-in kinds followed by those added with :func:`register_kind`."""
+
+    def __init__(self, builtin: Mapping[str, StudyKind], added: dict[str, StudyKind]) -> None:
+        self._builtin, self._added = builtin, added
+
+    def __getitem__(self, name: str) -> StudyKind:
+        if name in self._added:
+            return self._added[name]
+        return self._builtin[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._builtin
+        yield from (name for name in self._added if name not in self._builtin)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._added or name in self._builtin
+
+
+_ADDED: dict[str, StudyKind] = {}
 
 #: Read-only view: the built-in kinds plus those added with :func:`register_kind`.
-STUDY_KINDS: Mapping[str, StudyKind] = MappingProxyType(_KINDS)
+STUDY_KINDS: Mapping[str, StudyKind] = _AllKinds(BUILTIN_KINDS, _ADDED)
 
 
 def register_kind(kind: StudyKind) -> StudyKind:
     """Add a user's study kind to :data:`STUDY_KINDS` (its name must be new)."""
     if not isinstance(kind, StudyKind):
         raise TypeError(f"kind must be a StudyKind; got {kind!r}")
-    if kind.name in _KINDS and _KINDS[kind.name] is not kind:
+    if kind.name in STUDY_KINDS and STUDY_KINDS[kind.name] is not kind:
         raise ValueError(f"study kind {kind.name!r} is registered twice")
-    _KINDS[kind.name] = kind
+    if kind.name not in BUILTIN_KINDS:
+        _ADDED[kind.name] = kind
     return kind
 
 
