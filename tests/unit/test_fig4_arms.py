@@ -9,6 +9,8 @@ import dp_accounting
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dpreg.estimators.dpsgd_poisson_logistic as poisson_logistic
 from dpreg import ApproxDP
@@ -52,7 +54,7 @@ def test_poisson_calibration_equals_an_independent_accounting(eps):
     X, labels = _zeros()
     fit = train_poisson(
         X, labels, n_classes=3, budget=ApproxDP(eps, 1e-5), rng=np.random.default_rng(0),
-        eta=0.1, clip=1.0, batch_size=8, epochs=3, accountant="rdp",
+        eta=0.1, clip=1.0, batch_size=8, epochs=3, n_public=40, accountant="rdp",
     )  # fmt: skip
     d = fit.diagnostics
     assert d["sampling_rate"] == 8 / 40 and d["steps"] == 3 * 5
@@ -69,7 +71,7 @@ def test_poisson_noise_actually_added_and_halving_is_caught(monkeypatch):
     X, labels = _zeros()
     kw = dict(
         n_classes=3, budget=ApproxDP(2.0, 1e-5), trials=500, eta=0.3, clip=0.5,
-        batch_size=8, epochs=2, accountant="rdp",
+        batch_size=8, epochs=2, n_public=40, accountant="rdp",
     )  # fmt: skip
     T = 2 * 5
 
@@ -90,12 +92,25 @@ def test_poisson_noise_actually_added_and_halving_is_caught(monkeypatch):
     assert halved.budget_spent.epsilon > 2.0 * 1.5
 
 
+def test_poisson_mechanism_reads_the_public_n_not_the_data():
+    """Adding a row changes neither q, T nor sigma (add-or-remove-one: n is private)."""
+    kw = dict(
+        n_classes=2, budget=ApproxDP(2.0, 1e-5), rng=np.random.default_rng(0), eta=0.1,
+        clip=1.0, batch_size=10, epochs=2, n_public=100, accountant="rdp",
+    )  # fmt: skip
+    a = train_poisson(np.zeros((100, 1)), np.zeros(100, dtype=int), **kw)
+    b = train_poisson(np.zeros((101, 1)), np.zeros(101, dtype=int), **kw)
+    for key in ("sampling_rate", "steps", "noise_multiplier", "epsilon_certified"):
+        assert a.diagnostics[key] == b.diagnostics[key]
+
+
 def test_poisson_batches_have_rate_q_and_padding_is_inert():
     X = np.full((200, 1), 0.5)
     labels = np.zeros(200, dtype=int)
     fit = train_poisson(
         X, labels, n_classes=2, budget=ApproxDP(8.0, 1e-5), rng=np.random.default_rng(1),
-        trials=50, eta=0.1, clip=1.0, batch_size=20, epochs=2, accountant="rdp",
+        trials=50, eta=0.1, clip=1.0, batch_size=20, epochs=2, n_public=200,
+        accountant="rdp",
     )  # fmt: skip
     mean_batch = fit.nonprivate_diagnostics["mean_batch"]  # per trial, over T = 20 steps
     se = math.sqrt(200 * 0.1 * 0.9 / (20 * 50))
@@ -116,6 +131,7 @@ def test_poisson_batches_have_rate_q_and_padding_is_inert():
         ({"momentum": 1.0}, "momentum"),
         ({"accountant": "gdp"}, "accountant"),
         ({"batch_size": 41}, "batch_size"),
+        ({"n_public": 0}, "n_public"),
         ({"eta": -1.0}, "eta"),
     ],
 )
@@ -123,7 +139,7 @@ def test_poisson_bad_input_names_the_argument(change, match):
     X, labels = _zeros()
     kw = dict(
         n_classes=3, budget=ApproxDP(2.0, 1e-5), rng=np.random.default_rng(0), eta=0.1,
-        clip=1.0, batch_size=8,
+        clip=1.0, batch_size=8, n_public=40,
     )  # fmt: skip
     with pytest.raises((ValueError, TypeError), match=match):  # a budget of a wrong type
         train_poisson(X, labels, **{**kw, **change})
@@ -249,3 +265,22 @@ def test_amplified_claim_fails_where_amplified_dp_sgd_wins():
     assert claims[f"nu-DP-FTRL test accuracy >= DP-SGD's {tail}"] == "yes"
     assert claims[f"nu-DP-FTRL test accuracy >= amplified DP-SGD's {tail}"] == "NO"
     assert claims[f"ME test accuracy >= amplified DP-SGD's {tail}"] == "yes"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6),
+    st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6),
+)
+def test_selection_keeps_the_best_validation_mean_whatever_the_test(val, test):
+    """Property: the kept rate maximises the mean validation accuracy."""
+    rates = [0.1, 0.2, 0.4]
+    rows = [
+        {"method": "me", "epsilon": 2.0, "trial": i % 2, "learning_rate": rates[i // 2],
+         "val_accuracy": v, "accuracy": a}
+        for i, (v, a) in enumerate(zip(val, test, strict=True))
+    ]  # fmt: skip
+    chosen = select_learning_rates(pd.DataFrame(rows))
+    means = [np.mean(val[2 * j : 2 * j + 2]) for j in range(3)]
+    (kept,) = set(chosen["learning_rate"])
+    assert len(chosen) == 2 and means[rates.index(kept)] >= max(means) - 1e-12

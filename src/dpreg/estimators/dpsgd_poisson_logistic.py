@@ -21,7 +21,10 @@ add-or-remove pair composed with a null row, so the two relations give guarantee
 same strength for the comparison, as in the paper). The certified :math:`\varepsilon` is
 recomputed from the :math:`\sigma` actually used. :math:`n` (hence :math:`q` and
 :math:`T = E\lfloor n/b\rfloor`, the step count of the DP-FTRL arms) is treated as public,
-as in the paper; pass ``n_public`` to declare it.
+as in the paper: the caller declares it as ``n_public`` (never read off the data: under
+add-or-remove-one neighbours the row count is private, and computing :math:`q` or
+:math:`T` from ``len(X)`` would let one row change the mechanism, as ``dp_sgd_poisson``
+documents). The data may have any number of rows.
 
 Vectorised over trials: every step draws each trial's Poisson batch as padded positions
 with a mask (:func:`~dpreg.estimators.dpsgd_poisson.poisson_positions`); padding rows
@@ -74,8 +77,8 @@ def train_dp_sgd_poisson_logistic(
     epochs: int = 1,
     momentum: float = 0.0,
     bound_X: float | None = None,
+    n_public: int,
     accountant: str = "pld",
-    n_public: int | None = None,
 ) -> ClassifierFit:
     r"""Train a multinomial logistic regression with Poisson-sampled DP-SGD (amplified).
 
@@ -107,10 +110,10 @@ def train_dp_sgd_poisson_logistic(
         Heavy-ball momentum in [0, 1) (post-processing).
     bound_X : float, optional
         Public bound on the row norms, checked.
+    n_public : int
+        The public number of rows :math:`n` (declared, not read off ``X``).
     accountant : {"pld", "rdp"}
         ``dp-accounting`` accountant of the calibration and the certificate.
-    n_public : int, optional
-        The public number of rows (default: ``len(X)``, taken as public).
 
     Returns
     -------
@@ -134,7 +137,7 @@ def train_dp_sgd_poisson_logistic(
     >>> labels = (X[:, 0] > X[:, 1]).astype(int)
     >>> fit = train_dp_sgd_poisson_logistic(X, labels, n_classes=2,
     ...     budget=ApproxDP(4.0, 1e-5), rng=rng, trials=3, eta=1.0, clip=1.0,
-    ...     batch_size=20, epochs=2, accountant="rdp")
+    ...     batch_size=20, epochs=2, n_public=200, accountant="rdp")
     >>> fit.weights.shape, fit.diagnostics["steps"], fit.diagnostics["sampling_rate"]
     ((3, 4, 2), 20, 0.1)
     >>> fit.budget_spent.epsilon <= 4.0
@@ -156,7 +159,7 @@ def train_dp_sgd_poisson_logistic(
     epochs = check_epochs(epochs)
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant must be one of {ACCOUNTANTS}; got {accountant!r}")
-    n_pub = n if n_public is None else check_trials(n_public, name="n_public")
+    n_pub = check_trials(n_public, name="n_public")
     batch_size = check_trials(batch_size, name="batch_size")
     if batch_size > n_pub:
         raise ValueError(f"batch_size={batch_size} exceeds the public number of rows {n_pub}")

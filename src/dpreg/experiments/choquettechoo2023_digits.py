@@ -295,6 +295,7 @@ def run_digits(
                         rng=rng,
                         clip=P.clip,
                         accountant=P.accountant,
+                        n_public=n_train,  # fixed by the public split fractions
                         **kw,
                     )
                 else:
