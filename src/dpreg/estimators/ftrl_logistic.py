@@ -29,6 +29,13 @@ under zero-out neighbours a row changes its :math:`E` batch sums by at most :mat
 each (any direction in :math:`\mathbb R^{d\times K}`), whatever the model, so the
 sensitivity of the linear-regression stream carries over unchanged.
 
+The noise may also come from a Table 3 factorization built for the run's :math:`T` (ME,
+TreeAgg, FFT), whose fixed-epoch sensitivity is computed from its encoder by the same
+helper; ``momentum`` applies heavy-ball momentum to the noisy gradients (post-processing).
+DP-SGD with amplification by Poisson sampling, the paper's baseline, is
+:mod:`dpreg.estimators.dpsgd_poisson_logistic` (same gradients:
+:func:`clipped_gradient_sum`).
+
 This is a classifier (integer labels, weights of shape ``(trials, d, classes)``), not a
 regression estimator of the registry's contract (``docs/architecture.md``), so it is a
 library function used by the study kind ``ftrl_digits``
