@@ -9,7 +9,7 @@ BLAS thread, as ``benchmarks/estimators.py``)::
 
 The authors' reference code (GitHub ``omrilev1/HessianMix``, pinned commit and sha256
 below) is fetched like a data file: from the anchors directory (``--anchors``,
-``$DPREG_ANCHORS`` or ``../shared/anchors`` beside the repository, layout
+``$DPREG_ANCHORS`` or a folder ``shared/anchors`` beside the repository, layout
 ``<owner>/<repo>/<commit>/<path>``), else downloaded from GitHub and checked. It is
 **executed, never copied**: its experiment script keeps the estimators inline in one
 loop, so this script parses that file (``ast``), finds the loop over Monte Carlo trials
@@ -128,7 +128,7 @@ def _anchor_entries():
 
 
 def default_anchors_dir() -> Path | None:
-    """``$DPREG_ANCHORS``, else ``../shared/anchors`` beside the repository, if present."""
+    """``$DPREG_ANCHORS``, else a folder ``shared/anchors`` beside the repository, if present."""
     env = os.environ.get(ANCHORS_ENV)
     if env:
         return Path(env)

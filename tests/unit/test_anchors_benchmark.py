@@ -1,7 +1,7 @@
 """``benchmarks/anchors.py``: the authors' code executed beside dpreg (issue 18).
 
 No timing is asserted. The authors' files are read from the anchors directory beside the
-repository (``../shared/anchors``) or ``$DPREG_ANCHORS``; without them (no network in the
+repository (a folder ``shared/anchors``) or ``$DPREG_ANCHORS``; without them (no network in the
 test) the tests that need them skip.
 """
 

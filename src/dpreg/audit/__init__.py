@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dpreg.audit import cases_iterative, cases_statistics
+from dpreg.audit import cases_classifier, cases_iterative, cases_statistics
 from dpreg.audit.core import (
     AuditCase,
     AuditResult,
@@ -34,6 +34,7 @@ __all__ = [
 CASE_FACTORIES: dict[str, Callable[..., list[AuditCase]]] = {
     "statistics": cases_statistics.cases,
     "iterative": cases_iterative.cases,
+    "classifier": cases_classifier.cases,
 }
 
 

@@ -29,6 +29,13 @@ under zero-out neighbours a row changes its :math:`E` batch sums by at most :mat
 each (any direction in :math:`\mathbb R^{d\times K}`), whatever the model, so the
 sensitivity of the linear-regression stream carries over unchanged.
 
+The noise may also come from a Table 3 factorization built for the run's :math:`T` (ME,
+TreeAgg, FFT), whose fixed-epoch sensitivity is computed from its encoder by the same
+helper; ``momentum`` applies heavy-ball momentum to the noisy gradients (post-processing).
+DP-SGD with amplification by Poisson sampling, the paper's baseline, is
+:mod:`dpreg.estimators.dpsgd_poisson_logistic` (same gradients:
+:func:`clipped_gradient_sum`).
+
 This is a classifier (integer labels, weights of shape ``(trials, d, classes)``), not a
 regression estimator of the registry's contract (``docs/architecture.md``), so it is a
 library function used by the study kind ``ftrl_digits``
@@ -61,11 +68,18 @@ from dpreg.estimators.ftrl import (
     stream_noise,
 )
 from dpreg.estimators.ftrl_correlations import ToeplitzCorrelation
+from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.privacy.correlated import CALIBRATIONS, NEIGHBOURS
 
-__all__ = ["ClassifierFit", "softmax_accuracy", "train_dp_ftrl_logistic"]
+__all__ = [
+    "ClassifierFit",
+    "clipped_gradient_sum",
+    "momentum_step",
+    "softmax_accuracy",
+    "train_dp_ftrl_logistic",
+]
 
 
 @dataclass(frozen=True)
@@ -84,12 +98,16 @@ class ClassifierFit:
     nonprivate_diagnostics : dict
         ``clip_fraction`` (trials,): computed from the data without noise, outside the
         guarantee.
+    path : ndarray, shape (trials, T, d, classes), or None
+        The weights after every step (``return_path=True``): every iterate is released
+        and covered by the guarantee.
     """
 
     weights: np.ndarray
     budget_spent: ZCDP | ApproxDP | None
     diagnostics: dict[str, Any] = field(default_factory=dict)
     nonprivate_diagnostics: dict[str, Any] = field(default_factory=dict)
+    path: np.ndarray | None = None
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Return the predicted classes, shape (trials, m): the argmax of the scores."""
@@ -120,6 +138,14 @@ def softmax_accuracy(weights: np.ndarray, X: np.ndarray, labels: np.ndarray) -> 
     return np.mean(pred == labels[None, :], axis=1)
 
 
+def _check_momentum(momentum: Any) -> float:
+    if isinstance(momentum, bool) or not isinstance(momentum, int | float | np.floating):
+        raise ValueError(f"momentum must be a number in [0, 1); got {momentum!r}")
+    if not 0.0 <= float(momentum) < 1.0:
+        raise ValueError(f"momentum must lie in [0, 1); got {momentum!r}")
+    return float(momentum)
+
+
 def _check_labels(labels: Any, n: int, n_classes: int) -> np.ndarray:
     arr = np.asarray(labels)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
@@ -141,7 +167,7 @@ def train_dp_ftrl_logistic(
     trials: int = 1,
     eta: float,
     clip: float,
-    correlation: ToeplitzCorrelation | str = "nu_ftrl",
+    correlation: ToeplitzCorrelation | MatrixFactorization | FFTFactorization | str = "nu_ftrl",
     nu: float | None = None,
     batch_size: int,
     epochs: int = 1,
@@ -150,6 +176,8 @@ def train_dp_ftrl_logistic(
     conversion: str = DEFAULT_CONVERSION,
     neighbours: str = "zero_out",
     noise_multiplier: float | None = None,
+    momentum: float = 0.0,
+    return_path: bool = False,
 ) -> ClassifierFit:
     r"""Train a multinomial logistic regression with DP-FTRL (correlated) or DP-SGD noise.
 
@@ -191,10 +219,15 @@ def train_dp_ftrl_logistic(
         Learning rate :math:`\eta` (constant).
     clip : float
         Per-example clip norm :math:`G` (Frobenius norm of :math:`x(p - e_y)^\top`).
-    correlation : ToeplitzCorrelation or str
+    correlation : ToeplitzCorrelation, MatrixFactorization, FFTFactorization or str
         ``"nu_ftrl"`` (needs ``nu``), ``"sgd"`` (DP-SGD: independent noise),
-        ``"optimal_cc"``, ``"damped_anti_pgd"`` (needs ``nu``), ``"anti_pgd"`` or a
-        :class:`~dpreg.estimators.ftrl_correlations.ToeplitzCorrelation`.
+        ``"optimal_cc"``, ``"damped_anti_pgd"`` (needs ``nu``), ``"anti_pgd"``, a
+        :class:`~dpreg.estimators.ftrl_correlations.ToeplitzCorrelation`, or a
+        factorization of Table 3 built for :math:`T = E\lfloor n/b\rfloor`
+        (:func:`~dpreg.estimators.ftrl_factorizations.tree_aggregation`,
+        :func:`~dpreg.estimators.ftrl_factorizations.fft_factorization`, ME by
+        ``dpreg.estimators.ftrl_me.solve_me(T, k=E, b=n // b).factorization()``): its
+        fixed-epoch sensitivity is its own ``multi_participation_sensitivity_sq``.
     nu : float, optional
         Damping of ν-FTRL (Eq. 7).
     batch_size : int
@@ -209,6 +242,12 @@ def train_dp_ftrl_logistic(
     noise_multiplier : float, optional
         Use this :math:`\sigma_{dp} \ge 0` (then ``budget=None``); 0 is a non-private run
         (``budget_spent=None``), e.g. the non-private reference with ``clip=inf``.
+    momentum : float
+        Heavy-ball momentum :math:`\mu \in [0, 1)` applied to the noisy gradients,
+        :math:`v_t = \mu v_{t-1} + \tilde g_t`, :math:`W_{t+1} = W_t - \eta v_t`
+        (post-processing of the released noisy gradients; 0: plain steps).
+    return_path : bool
+        Also return the weights after every step (``ClassifierFit.path``).
 
     Returns
     -------
@@ -261,7 +300,8 @@ def train_dp_ftrl_logistic(
             f" MAX_STEPS = {MAX_STEPS}"
         )
     # noise (T d K), weights and order per trial
-    trials = check_trials(trials, bytes_per_trial=8 * (T * d * n_classes + 2 * d * n_classes + n))
+    per_trial = T * d * n_classes * (2 if return_path else 1) + 3 * d * n_classes + n
+    trials = check_trials(trials, bytes_per_trial=8 * per_trial)
     if isinstance(rng, list | tuple):
         if len(rng) != trials:
             raise ValueError(
@@ -273,10 +313,15 @@ def train_dp_ftrl_logistic(
         check_rng(rng)
     eta = check_positive(eta, "eta")
     clip = check_positive(clip, "clip", allow_inf=True)
-    if not isinstance(correlation, ToeplitzCorrelation | str):
+    if not isinstance(
+        correlation, ToeplitzCorrelation | MatrixFactorization | FFTFactorization | str
+    ):
         raise ValueError(
-            f"correlation must be a ToeplitzCorrelation or a name; got {correlation!r}"
+            "correlation must be a ToeplitzCorrelation, a MatrixFactorization or"
+            f" FFTFactorization built for T = epochs * (n // batch_size), or a name; got"
+            f" {correlation!r}"
         )
+    momentum = _check_momentum(momentum)
     corr = resolve_correlation(correlation, nu, eta)
     check_choice(method, "method", CALIBRATIONS)
     check_choice(conversion, "conversion", CONVERSIONS)
@@ -312,23 +357,19 @@ def train_dp_ftrl_logistic(
     onehot = np.eye(n_classes)[labels]
     x_norm = np.linalg.norm(X, axis=1)
     W = np.zeros((trials, d, n_classes))
+    velocity = np.zeros_like(W) if momentum > 0 else None
+    path = np.empty((trials, T, d, n_classes)) if return_path else None
     clipped = np.zeros(trials)
     for t in range(T):
         idx = order[:, t % steps_per_epoch, :]  # (trials, b)
-        Xb = X[idx]  # (trials, b, d)
-        logits = np.einsum("tbd,tdk->tbk", Xb, W)
-        logits -= logits.max(axis=2, keepdims=True)
-        p = np.exp(logits)
-        p /= p.sum(axis=2, keepdims=True)
-        r = p - onehot[idx]  # per-example gradient x r^T, Frobenius norm |x| |r|
-        if not math.isinf(clip):
-            norms = x_norm[idx] * np.linalg.norm(r, axis=2)
-            clipped += np.count_nonzero(norms > clip, axis=1)
-            r *= (clip / np.maximum(norms, clip))[:, :, None]
-        grad = np.einsum("tbd,tbk->tdk", Xb, r) / batch_size
+        grad, n_clipped = clipped_gradient_sum(X, onehot, x_norm, idx, W, clip)
+        clipped += n_clipped
+        grad /= batch_size
         if noise is not None:
             grad += noise[t]
-        W -= eta * grad
+        W -= eta * momentum_step(velocity, grad, momentum)
+        if path is not None:
+            path[:, t] = W
     private = not math.isinf(clip) and sigma_dp > 0
     spent, rho_certified, epsilon_certified = stream_certificate(
         sigma_dp,
@@ -362,4 +403,67 @@ def train_dp_ftrl_logistic(
         budget_spent=spent,
         diagnostics=diagnostics,
         nonprivate_diagnostics={"clip_fraction": clipped / (T * batch_size)},
+        path=path,
     )
+
+
+def momentum_step(velocity: np.ndarray | None, grad: np.ndarray, momentum: float) -> np.ndarray:
+    r"""Heavy-ball direction: :math:`v \leftarrow \mu v + g` (in place), or ``grad`` if none.
+
+    Post-processing of the noisy gradients (public :math:`\mu`), the same for every
+    mechanism.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = np.zeros(2)
+    >>> momentum_step(v, np.ones(2), 0.5), momentum_step(v, np.ones(2), 0.5)
+    (array([1., 1.]), array([1.5, 1.5]))
+    """
+    if velocity is None:
+        return grad
+    velocity *= momentum
+    velocity += grad
+    return velocity.copy()
+
+
+def clipped_gradient_sum(
+    X: np.ndarray,
+    onehot: np.ndarray,
+    x_norm: np.ndarray,
+    idx: np.ndarray,
+    W: np.ndarray,
+    clip: float,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Sum over a batch of the clipped softmax gradients :math:`x(p - e_y)^\top`, per trial.
+
+    ``idx`` (trials, b) indexes the rows of each trial's batch; ``mask`` (trials, b)
+    marks the rows that are in it (padding of a Poisson batch is ``False``: its
+    gradient is zero). Each gradient is scaled to Frobenius norm at most ``clip``
+    (``inf``: none). Returns the sum, shape (trials, d, classes), and the number of
+    clipped rows per trial (a non-private diagnostic).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[3.0, 4.0]]); onehot = np.eye(2)[[0]]
+    >>> g, c = clipped_gradient_sum(X, onehot, np.array([5.0]), np.zeros((1, 1), int),
+    ...     np.zeros((1, 2, 2)), 1.0)
+    >>> round(float(np.linalg.norm(g)), 12), c
+    (1.0, array([1]))
+    """
+    Xb = X[idx]  # (trials, b, d)
+    logits = np.matmul(Xb, W)
+    logits -= logits.max(axis=2, keepdims=True)
+    p = np.exp(logits)
+    p /= p.sum(axis=2, keepdims=True)
+    r = p - onehot[idx]  # per-example gradient x r^T, Frobenius norm |x| |r|
+    if mask is not None:
+        r *= mask[:, :, None]
+    n_clipped = np.zeros(idx.shape[0], dtype=np.int64)
+    if not math.isinf(clip):
+        norms = x_norm[idx] * np.linalg.norm(r, axis=2)
+        n_clipped = np.count_nonzero(norms > clip, axis=1)
+        r *= (clip / np.maximum(norms, clip))[:, :, None]
+    return np.matmul(np.swapaxes(Xb, 1, 2), r), n_clipped

@@ -109,9 +109,12 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
     "ftrl_digits": (
         "Scaled-down analogue of Fig. 4: multinomial logistic regression on digits, not the "
         "paper's CIFAR-10/StackOverflow. Test accuracy against epsilon (log x) at matched "
-        "(epsilon, delta), one line per method (DP-SGD with independent noise, nu-DP-FTRL, "
-        "other correlations), mean over trials with 95% bars (mean +/- 1.96 SE); the dashed "
-        "line is the non-private reference trained on the same schedule."
+        "(epsilon, delta), one line per method (DP-SGD with independent noise, with or "
+        "without amplification by sampling, nu-DP-FTRL, ME, TreeAgg, FFT, other "
+        "correlations), mean over trials with 95% bars (mean +/- 1.96 SE); the dashed "
+        "line is the non-private reference trained on the same schedule. With a "
+        "learning-rate grid, the rate of each method and epsilon is selected on a "
+        "validation split read without noise (outside the guarantee)."
     ),
     "ftrl_quoted": (
         "Accuracies QUOTED from the paper's deep-learning experiments (not reproduced: "
@@ -168,9 +171,10 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
     "ftrl_digits": (
         "Scaled-down analogue of Fig. 4 (digits, multinomial logistic regression): test "
         "accuracy per method and epsilon over independent trials (mean, SE), the paired "
-        "difference to DP-SGD at the same epsilon and trial with its SE and z, the noise "
-        "multiplier, the multi-epoch sensitivity, nu, the certified epsilon and the "
-        "non-private reference accuracy."
+        "difference to DP-SGD (and to amplified DP-SGD) at the same epsilon and trial with "
+        "its SE and z, the noise multiplier, the multi-epoch sensitivity, nu, the certified "
+        "epsilon, the learning rate (selected on a validation split read without noise, "
+        "outside the guarantee, when a grid ran) and the non-private reference accuracy."
     ),
     "eps_grid": (
         "Train MSE per dataset, estimator and epsilon over independent trials: mean, "

@@ -276,7 +276,11 @@ def plot_quoted(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
 
 DIGITS_LABELS = {
     "sgd": "DP-SGD (independent)",
+    "sgd_amplified": "DP-SGD (amplified)",
     "nu_ftrl": "ν-DP-FTRL",
+    "me": "ME (optimal at T)",
+    "tree_aggregation": "TreeAgg",
+    "fft": "FFT",
     "optimal_cc": "Optimal CC (ν=0)",
     "damped_anti_pgd": "Anti-PGD + damping",
     "anti_pgd": "Anti-PGD",
