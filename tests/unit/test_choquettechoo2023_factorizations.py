@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpreg.estimators.ftrl_correlations import independent, nu_ftrl, optimal_cc
 from dpreg.estimators.ftrl_factorizations import (
@@ -149,3 +151,57 @@ def test_table3_fft_row_and_multi_participation_table():
     assert m.loc["Multi-Epoch (ME)", "relative_to_optimal"] == 1.0
     with pytest.raises(ValueError, match="separation"):
         table3(12, participations=2)
+
+
+# ------------------------------------------------------------------ restarts ("×S")
+
+
+@settings(max_examples=30, deadline=None)
+@given(T=st.integers(2, 40), L=st.integers(1, 40), fft=st.booleans())
+def test_stamped_factorization_is_block_diagonal_and_unbiased(T, L, fft):
+    from dpreg.estimators.ftrl_factorizations import stamped_factorization
+
+    L = min(L, T)
+    base = fft_factorization(L).as_matrix() if fft else tree_aggregation(L)
+    f = stamped_factorization(base, T)
+    S = -(-T // L)
+    assert f.T == T and f.name.endswith(f"×{S}")
+    np.testing.assert_allclose(f.decoder @ f.encoder, np.eye(T), atol=1e-9)
+    # steps of different restarts share no encoder row and no decoder column
+    for s in range(S):
+        block = slice(s * L, min(T, (s + 1) * L))
+        outside = np.ones(T, bool)
+        outside[block] = False
+        rows = np.any(f.encoder[:, block] != 0, axis=1)
+        assert not np.any(f.encoder[np.ix_(rows, outside)])
+        cols = min(L, T - s * L)
+        # each restart's columns are the base encoder's first columns
+        np.testing.assert_allclose(
+            np.sort(np.linalg.norm(f.encoder[:, block], axis=0)),
+            np.sort(np.linalg.norm(base.encoder[:, :cols], axis=0)),
+        )
+    # one participation: the base's sensitivity over the columns used
+    assert f.sensitivity_sq == pytest.approx(
+        float(np.max(np.sum(base.encoder[:, : min(L, T)] ** 2, axis=0)))
+    )
+
+
+def test_tune_restarts_picks_the_smallest_error_over_s():
+    from dpreg.estimators.ftrl_factorizations import stamped_factorization, tune_restarts
+
+    T, k, b = 60, 3, 20
+    f, S = tune_restarts(tree_aggregation, T, k, b, max_restarts=8)
+    scores = {}
+    for s in range(1, 9):
+        g = stamped_factorization(tree_aggregation(-(-T // s)), T)
+        scores[s] = (
+            g.multi_participation_sensitivity_sq(k, b, schema="fixed_epoch") * g.prefix_error
+        )
+    assert scores[S] == pytest.approx(min(scores.values()))
+    got = f.multi_participation_sensitivity_sq(k, b, schema="fixed_epoch") * f.prefix_error
+    assert got == pytest.approx(scores[S])
+    # S = 1 is the unstamped mechanism
+    one = stamped_factorization(tree_aggregation(T), T)
+    np.testing.assert_array_equal(one.encoder, tree_aggregation(T).encoder)
+    with pytest.raises(ValueError, match="restart period"):
+        stamped_factorization(tree_aggregation(10), 5)

@@ -30,6 +30,9 @@ Implemented here (finite :math:`T`):
   :class:`FFTFactorization` and ``docs/choquettechoo2023.md``.
 * :func:`causal_equivalent` -- the lower-triangular factorization with the same noise
   law (for the privacy of non-causal encoders such as FFT's on adaptive streams).
+* :func:`stamped_factorization` -- a factorization restarted every :math:`L` steps
+  ("×S" of the paper's Fig. 4: "we also stamp/restart all baselines");
+  :func:`tune_restarts` picks S by the error of Eq. (3).
 * :func:`toeplitz_factorization` -- any
   :class:`~dpreg.estimators.ftrl_correlations.ToeplitzCorrelation` as matrices.
 """
@@ -59,8 +62,10 @@ __all__ = [
     "optimal_factorization",
     "optimal_multi_participation_factorization",
     "prefix_matrix",
+    "stamped_factorization",
     "toeplitz_factorization",
     "tree_aggregation",
+    "tune_restarts",
 ]
 
 
@@ -461,3 +466,110 @@ def fft_factorization(T: int, *, n_fft: int | None = None) -> FFTFactorization:
     """Return the FFT mechanism of Table 3 for horizon ``T`` (circulant size ``2T``)."""
     T = _check_horizon(T)
     return FFTFactorization(T, 2 * T if n_fft is None else n_fft)
+
+
+def stamped_factorization(
+    factorization: MatrixFactorization | FFTFactorization, T: int
+) -> MatrixFactorization:
+    r"""Restart a factorization every ``factorization.T`` steps up to horizon ``T`` ("×S").
+
+    Choquette-Choo et al. (2023), §5 ("we also stamp/restart all baselines"): the
+    mechanism of horizon :math:`L` runs :math:`S = \lceil T/L\rceil` times in a row, the
+    noise of each run independent of the others. As matrices the encoder and decoder are
+    block diagonal with :math:`S` copies of :math:`(C_L, B_L)`, the last copy cut to the
+    :math:`T - (S-1)L` remaining steps (:math:`B_L[{:}r]\,C_L[:, {:}r] = I_r`, so
+    :math:`BC = I_T` still holds and every decoded row uses only what is released by its
+    step). Its sensitivities are those of the block-diagonal encoder, computed like any
+    other encoder's (:meth:`MatrixFactorization.multi_participation_sensitivity_sq`).
+
+    Parameters
+    ----------
+    factorization : MatrixFactorization or FFTFactorization
+        The mechanism for one restart period :math:`L` (its horizon).
+    T : int
+        Total horizon, :math:`\ge L`.
+
+    Returns
+    -------
+    MatrixFactorization
+        Named ``"<name> ×S"``; ``anytime`` as the input's.
+
+    Examples
+    --------
+    >>> f = stamped_factorization(tree_aggregation(4), 10)
+    >>> f.name, f.T, f.encoder.shape[1]
+    ('tree_aggregation ×3', 10, 10)
+    >>> bool(np.allclose(f.decoder @ f.encoder, np.eye(10)))
+    True
+    """
+    base = (
+        factorization.as_matrix() if isinstance(factorization, FFTFactorization) else factorization
+    )
+    if not isinstance(base, MatrixFactorization):
+        raise TypeError(f"factorization must be a MatrixFactorization; got {factorization!r}")
+    T = _check_horizon(T)
+    L = base.T
+    if T < L:
+        raise ValueError(f"T must be at least the restart period {L}; got {T}")
+    S = -(-T // L)
+    C, B = base.encoder, base.decoder
+    m = C.shape[0]
+    encoder = np.zeros((S * m, T))
+    decoder = np.zeros((T, S * m))
+    for s in range(S):
+        cols = min(L, T - s * L)
+        encoder[s * m : (s + 1) * m, s * L : s * L + cols] = C[:, :cols]
+        decoder[s * L : s * L + cols, s * m : (s + 1) * m] = B[:cols, :]
+    keep = np.any(encoder != 0.0, axis=1)  # rows of a cut copy that encode nothing
+    return MatrixFactorization(
+        f"{base.name} ×{S}", encoder[keep], decoder[:, keep], anytime=base.anytime
+    )
+
+
+def tune_restarts(
+    build, T: int, k: int, b: int, *, schema: str = "fixed_epoch", max_restarts: int = 16
+) -> tuple[MatrixFactorization, int]:
+    r"""Choose the number of restarts S of a mechanism by its error, a public computation.
+
+    Choquette-Choo et al. (2023), §5: restarting ("×S") gives a baseline one more
+    tuning parameter, "tuned to minimize the squared error (3)". For every
+    :math:`S \le` ``max_restarts`` the mechanism ``build(ceil(T / S))`` is stamped to
+    horizon ``T`` (:func:`stamped_factorization`) and scored by Eq. (3) under the run's
+    participation, :math:`\gamma_k^2\,\|AB\|_F^2` with :math:`\gamma_k^2` the ``k``-
+    participation sensitivity (``b`` apart, ``schema``); the smallest score wins (ties:
+    the smaller S). Nothing here reads data.
+
+    Parameters
+    ----------
+    build : callable
+        ``build(L)`` returns the mechanism of horizon ``L`` (e.g. :func:`tree_aggregation`,
+        :func:`fft_factorization`).
+    T, k, b : int
+        Horizon, participations and their separation.
+    schema : {"fixed_epoch", "min_sep"}
+        Participation schema of the sensitivity.
+    max_restarts : int
+        Largest S tried (at most ``T``).
+
+    Returns
+    -------
+    (MatrixFactorization, int)
+        The stamped mechanism and its S.
+
+    Examples
+    --------
+    >>> f, S = tune_restarts(tree_aggregation, 16, k=2, b=8, max_restarts=4)
+    >>> S, f.name, f.T
+    (4, 'tree_aggregation ×4', 16)
+    """
+    T = _check_horizon(T)
+    best = None
+    for S in range(1, min(int(max_restarts), T) + 1):
+        period = -(-T // S)
+        if S > 1 and -(-T // period) != S:
+            continue  # the same period as a smaller S
+        f = stamped_factorization(build(period), T)
+        score = f.multi_participation_sensitivity_sq(k, b, schema=schema) * f.prefix_error
+        if best is None or score < best[0] * (1.0 - 1e-12):
+            best = (score, f, S)
+    return best[1], best[2]

@@ -20,7 +20,10 @@ of each trial. It is an analogue, not a reproduction (docs/choquettechoo2023.md)
   :func:`dpreg.estimators.ftrl_me.solve_me` for the fixed-epoch pattern :math:`k = E`,
   separation :math:`\lfloor n/b\rfloor`), ``tree_aggregation`` and ``fft`` (Table 3's
   constructors) run through the same trainer with their own multi-participation
-  sensitivity; restarts ("×S") are not in the project;
+  sensitivity; TreeAgg and FFT are restarted ("×S", the paper's §5: "we also
+  stamp/restart all baselines") with S tuned to minimise the error (3) under the run's
+  participation (:func:`dpreg.estimators.ftrl_factorizations.tune_restarts`, public; the
+  ``restarts`` column records S);
 * ``momentum`` (public, the same for every method) is applied to the noisy gradients;
 * with ``learning_rates`` (a grid) and ``validation_fraction`` > 0, the first
   ``round(validation_fraction * n_train)`` training rows (the split is already a public
@@ -57,7 +60,11 @@ from dpreg.data.digits import load_digits_split
 from dpreg.estimators.ambssgd_privacy import ACCOUNTANTS
 from dpreg.estimators.dpsgd_poisson_logistic import train_dp_sgd_poisson_logistic
 from dpreg.estimators.ftrl_correlations import CORRELATIONS
-from dpreg.estimators.ftrl_factorizations import fft_factorization, tree_aggregation
+from dpreg.estimators.ftrl_factorizations import (
+    fft_factorization,
+    tree_aggregation,
+    tune_restarts,
+)
 from dpreg.estimators.ftrl_logistic import train_dp_ftrl_logistic
 from dpreg.estimators.ftrl_me import solve_me
 from dpreg.experiments.params import (
@@ -344,13 +351,23 @@ def _fit_split(P: FtrlDigitsParams) -> _FitSplit:
 
 
 @functools.lru_cache(maxsize=8)
-def _factorization(method: str, epochs: int, separation: int) -> Any:
+def _factorization_and_restarts(method: str, epochs: int, separation: int) -> tuple[Any, int]:
+    """Build the run's factorization; TreeAgg and FFT restarted S times, S tuned by Eq. (3)."""
     T = epochs * separation
     if method == "me":
-        return solve_me(T, k=epochs, b=separation).factorization()
-    if method == "tree_aggregation":
-        return tree_aggregation(T)
-    return fft_factorization(T)
+        return solve_me(T, k=epochs, b=separation).factorization(), 1
+    build = tree_aggregation if method == "tree_aggregation" else fft_factorization
+    return tune_restarts(build, T, epochs, separation, schema="fixed_epoch")
+
+
+def _factorization(method: str, epochs: int, separation: int) -> Any:
+    return _factorization_and_restarts(method, epochs, separation)[0]
+
+
+def _restarts(method: str, epochs: int, separation: int) -> float:
+    if method in ("tree_aggregation", "fft"):
+        return float(_factorization_and_restarts(method, epochs, separation)[1])
+    return math.nan
 
 
 def _correlation(method: str, epochs: int, separation: int) -> Any:
@@ -384,6 +401,7 @@ def _rows(
             "batch_size": P.batch_size,
             "learning_rate": float(eta),
             "momentum": P.momentum,
+            "restarts": _restarts(method, P.epochs, d["steps"] // P.epochs),
             "clip": P.clip if math.isfinite(eps) else math.inf,
             "n_train": split.X_train.shape[0],
             "n_test": split.X_test.shape[0],
@@ -457,13 +475,16 @@ def summarise_digits(
     differences), ``z_vs_sgd``, the same against ``sgd_amplified`` when it ran
     (``diff_vs_sgd_amplified``, ...), ``nonprivate_accuracy`` / ``nonprivate_se`` (the
     reference, same schedule), ``noise_multiplier``, ``sensitivity_sq``, ``nu``,
-    ``epsilon_certified`` (largest over trials), ``status``.
+    ``restarts`` (S of TreeAgg and FFT), ``epsilon_certified`` (largest over trials),
+    ``status``.
     """
     del references  # the reference is the study's own non-private rows
     runs = select_learning_rates(runs)
     selected = "learning_rates_tried" in runs
     if "learning_rate" not in runs:
         runs = runs.assign(learning_rate=math.nan)
+    if "restarts" not in runs:
+        runs = runs.assign(restarts=math.nan)
     g = runs.groupby(["method", "epsilon"], sort=True)
     table = g.agg(
         accuracy_mean=("accuracy", "mean"),
@@ -475,6 +496,7 @@ def summarise_digits(
         nu=("nu", "first"),
         epsilon_certified=("epsilon_certified", "max"),
         steps=("steps", "first"),
+        restarts=("restarts", "first"),
     ).reset_index()
     if selected:
         extra = g.agg(
