@@ -1,4 +1,4 @@
-"""AdaSSP: adaptive sufficient-statistics perturbation (Wang 2018; Lev et al. 2026, Alg. 6).
+r"""AdaSSP: adaptive sufficient-statistics perturbation (Wang 2018; Lev et al. 2026, Alg. 6).
 
 The estimator privately releases three statistics of the data -- the smallest
 eigenvalue of ``X'X``, the Gram matrix ``X'X`` and the moment vector ``X'y`` -- each
@@ -11,6 +11,9 @@ The module is layered as the project's conventions ask:
 * :func:`adassp_noise_scales` -- the Gaussian noise scale of each release;
 * :func:`release_sufficient_statistics` -- the three Gaussian releases (the only
   step that touches private data), vectorised over trials;
+* :func:`adassp_release` -- the releases and the ridge solution from the statistics
+  :math:`X^\top X`, :math:`X^\top y` (shared with the streamed path of
+  :mod:`dpreg.estimators.adassp_stream`);
 * :func:`fit_adassp` -- the validated public estimator (registry name ``"adassp"``).
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +44,9 @@ __all__ = [
     "SHIFTS",
     "NoisyStatistics",
     "adassp_noise_scales",
+    "adassp_release",
     "adassp_sensitivities",
+    "check_adassp_options",
     "fit_adassp",
     "release_sufficient_statistics",
 ]
@@ -407,17 +413,91 @@ def fit_adassp(
     >>> fit.budget_spent.epsilon <= 1.0
     True
     """
-    epsilon, delta = check_approx_dp_budget(budget)
+    check_approx_dp_budget(budget)
     X, y, trials, rng = check_bounded_design(
         X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
     )
+    options = check_adassp_options(budget, failure_prob, mechanism, shift, yty_share)
+    # Non-private statistics, computed once for all trials: O(n d^2).
+    return adassp_release(
+        X.T @ X,
+        X.T @ y,
+        float(y @ y) if yty_share is not None else None,
+        budget=budget,
+        rng=rng,
+        trials=trials,
+        bound_X=bound_X,
+        bound_y=bound_y,
+        **options,
+    )
+
+
+def check_adassp_options(
+    budget: ApproxDP,
+    failure_prob: float | None,
+    mechanism: str,
+    shift: str,
+    yty_share: float | None,
+) -> dict[str, Any]:
+    """Validate the options of AdaSSP (both paths); return them for :func:`adassp_release`.
+
+    Examples
+    --------
+    >>> from dpreg import ApproxDP
+    >>> check_adassp_options(ApproxDP(1.0, 1e-6), None, "analytic", "paper", None)["shift"]
+    'paper'
+    """
+    _, delta = check_approx_dp_budget(budget)
     check_choice(mechanism, "mechanism", MECHANISMS)
     check_choice(shift, "shift", SHIFTS)
     rho = delta / 10.0 if failure_prob is None else check_probability(failure_prob, "failure_prob")
     if yty_share is not None:
         yty_share = check_probability(yty_share, "yty_share")
+    return {"failure_prob": rho, "mechanism": mechanism, "shift": shift, "yty_share": yty_share}
 
-    d = X.shape[1]
+
+def adassp_release(
+    xtx: np.ndarray,
+    xty: np.ndarray,
+    yty: float | None,
+    *,
+    budget: ApproxDP,
+    rng: np.random.Generator,
+    trials: int,
+    bound_X: float,
+    bound_y: float,
+    failure_prob: float,
+    mechanism: str,
+    shift: str,
+    yty_share: float | None,
+) -> Fit:
+    r"""AdaSSP's releases and ridge solution from the statistics (Algorithm 6, lines 2-7).
+
+    The one release of both AdaSSP paths: :func:`fit_adassp` (rows in memory) and
+    :func:`dpreg.estimators.adassp_stream.fit_adassp_streamed` (statistics accumulated
+    block by block). Everything private happens here, from :math:`X^\top X` (made exactly
+    symmetric, and its smallest eigenvalue computed, here), :math:`X^\top y` and, with
+    ``yty_share``, :math:`y^\top y`; the noise is drawn from ``rng`` in the order of
+    :func:`release_sufficient_statistics`, then the ``y'y`` noise.
+
+    No validation: the caller has checked the options (:func:`check_adassp_options`,
+    whose output ``failure_prob`` is the resolved :math:`\varrho`), ``trials``, ``rng``
+    and that every row of the statistics obeys the public bounds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ApproxDP
+    >>> opts = check_adassp_options(ApproxDP(1.0, 1e-6), None, "analytic", "paper", None)
+    >>> fit = adassp_release(np.eye(2) * 500, np.array([100.0, -50.0]), None,
+    ...                      budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0),
+    ...                      trials=2, bound_X=1.0, bound_y=1.0, **opts)
+    >>> fit.theta.shape
+    (2, 2)
+    """
+    epsilon, delta = check_approx_dp_budget(budget)
+    rho = failure_prob
+    d = xty.shape[0]
     sens = adassp_sensitivities(bound_X, bound_y)
     # The three releases of Algorithm 6 share `three`; the optional y'y release gets the rest.
     three = budget if yty_share is None else ApproxDP((1.0 - yty_share) * epsilon, 0.75 * delta)
@@ -437,10 +517,7 @@ def fit_adassp(
         )
         sigmas, all_sens = (*sigmas, sigma3), (*sens, sens_yty)
 
-    # Non-private statistics, computed once for all trials: O(n d^2).
-    xtx = X.T @ X
     xtx = 0.5 * (xtx + xtx.T)  # exact symmetry, so the noisy release is symmetric too
-    xty = X.T @ y
     lambda_min = float(np.linalg.eigvalsh(xtx)[0])
 
     stats = release_sufficient_statistics(
@@ -455,7 +532,7 @@ def fit_adassp(
     )
     extra = {}
     if yty_share is not None:  # drawn after Algorithm 6's noise, which stays unchanged
-        yty_noisy = float(y @ y) + sigma3 * rng.standard_normal(trials)
+        yty_noisy = float(yty) + sigma3 * rng.standard_normal(trials)
         extra = {"yty_noisy": yty_noisy, "sigma_yty": sigma3, "yty_share": float(yty_share)}
     shift_amount = (
         sigma1 * math.sqrt(2.0 * math.log(6.0 / delta)) if shift == "paper" else sigma1**2

@@ -14,6 +14,10 @@ N too small for any amplification and warns (:class:`ShufflingRegimeWarning`) wh
 target epsilon cannot be reached, certifying the smaller epsilon it does reach.
 
 Steps are inherently sequential (N of them); trials are vectorised inside each step.
+``kernel="numba"`` (default) runs each chunk of steps in compiled code
+(:mod:`dpreg.estimators.dp_ssgd_kernel`); ``kernel="numpy"`` is the reference loop. Both
+draw the noise of a chunk with the caller's Generator before its steps, in the same order,
+and agree to round-off (``tests/unit/test_dp_ssgd_kernel.py``).
 Odd N: the tail averages :math:`w_t` for :math:`t\in\{\lfloor N/2\rfloor+1, \dots, N\}`.
 """
 
@@ -33,6 +37,7 @@ from dpreg._validation import (
     check_trials,
 )
 from dpreg.estimators.ambssgd_privacy import LOCAL_MECHANISMS, calibrate_dp_ssgd
+from dpreg.estimators.dp_ssgd_kernel import path_chunk, stream_chunk
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.results import Fit
 
@@ -40,6 +45,7 @@ __all__ = [
     "DP_SSGD_C1",
     "DP_SSGD_C2",
     "DP_SSGD_ETA_RULES",
+    "DP_SSGD_KERNELS",
     "dp_ssgd_hyperparameters",
     "dp_ssgd_path",
     "dp_ssgd_stream_pass",
@@ -52,6 +58,8 @@ DP_SSGD_C2 = 1.0 / 4200.0
 """c2 of Theorem 3.2's step size, from eq. (30): 1/(4 * 1050)."""
 DP_SSGD_ETA_RULES: tuple[str, ...] = ("theorem", "corollary", "lemma")
 """Step-size rules of :func:`dp_ssgd_hyperparameters`."""
+DP_SSGD_KERNELS: tuple[str, ...] = ("numba", "numpy")
+"""Inner loops: compiled (:mod:`dpreg.estimators.dp_ssgd_kernel`) or the numpy reference."""
 
 
 def dp_ssgd_hyperparameters(
@@ -118,10 +126,13 @@ def dp_ssgd_path(
     noise_multiplier: float,
     rng: np.random.Generator,
     chunk: int = 4096,
+    kernel: str = "numba",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Numerical core of Algorithm 1 for ``trials`` permutations ``perm`` (trials, n).
 
-    Returns the tail averages (trials, d) and the fraction of clipped steps (trials,).
+    Per chunk of steps the noise is one draw of shape (chunk, trials, d); ``kernel``
+    (``"numba"`` or the ``"numpy"`` reference) runs the chunk's steps. Returns the tail
+    averages (trials, d) and the fraction of clipped steps (trials,).
     """
     trials, n = perm.shape
     d = X.shape[1]
@@ -130,8 +141,20 @@ def dp_ssgd_path(
     clipped = np.zeros(trials)
     tail_start = n // 2 + 1
     noise_scale = 2.0 * clip * noise_multiplier
+    if kernel == "numba":
+        Xf = np.ascontiguousarray(X, dtype=np.float64)
+        yf = np.ascontiguousarray(y, dtype=np.float64)
+        pf = np.ascontiguousarray(perm, dtype=np.int64)
+        buf = np.empty((min(chunk, n), trials, d))
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
+        if kernel == "numba":  # the draw below; the kernel scales it and reads rows in place
+            G = rng.standard_normal(out=buf[: stop - start])
+            path_chunk(
+                Xf, yf, pf, G, W, W_sum, clipped, noise_scale=float(noise_scale), start=start,
+                stop=stop, eta=float(eta), clip=float(clip), tail_start=tail_start,
+            )  # fmt: skip
+            continue
         Xc = X[perm[:, start:stop]]  # (trials, c, d)
         yc = y[perm[:, start:stop]]
         norms = np.sqrt(np.einsum("kcd,kcd->kc", Xc, Xc))
@@ -159,6 +182,7 @@ def dp_ssgd_stream_pass(
     sigma: np.ndarray,
     rng: np.random.Generator,
     chunk: int = 1024,
+    kernel: str = "numba",
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Algorithm 1 on a row stream for D replicates x R runs that share each replicate's rows.
 
@@ -178,6 +202,11 @@ def dp_ssgd_stream_pass(
         Per-run :math:`\eta`, :math:`\zeta`, :math:`\alpha`, response noise scale.
     rng : numpy.random.Generator
         DP noise: per chunk of rows one draw of shape (chunk, D, d, R).
+    chunk : int
+        Rows read (and noise drawn) at a time.
+    kernel : {"numba", "numpy"}
+        Inner loop over the chunk's steps: compiled, or the numpy reference (same draws,
+        equal to round-off).
 
     Returns
     -------
@@ -190,13 +219,16 @@ def dp_ssgd_stream_pass(
     clip = np.asarray(clip, dtype=np.float64)
     R = eta.size
     noise_on_w = eta * 2.0 * clip * np.asarray(noise_multiplier, dtype=np.float64)  # (R,)
-    eta_clip = eta * clip
+    noise_on_w = np.ascontiguousarray(noise_on_w, dtype=np.float64)
+    eta_clip = np.ascontiguousarray(eta * clip, dtype=np.float64)
+    clip = np.ascontiguousarray(clip, dtype=np.float64)
     sig = np.asarray(sigma, dtype=np.float64)
     W = np.zeros((D, 1, d, R))  # (D, 1, d, R): x (D, 1, 1, d) @ W gives (D, 1, 1, R)
     W_sum = np.zeros((D, 1, d, R))
     clipped = np.zeros((D, R))
     tail_start = n_steps // 2 + 1
     done = 0
+    buf = None  # noise buffer of the compiled kernel, reused across chunks
     while done < n_steps:
         k = min(chunk, n_steps - done)
         X, base, z = source.take(k)
@@ -204,6 +236,18 @@ def dp_ssgd_stream_pass(
         if z is not None:
             Y += z[:, :, None] * sig
         norms = np.sqrt(np.einsum("kcd,kcd->kc", X, X))[:, :, None]  # (D, k, 1)
+        if kernel == "numba":  # the draw below, scaled inside the kernel (same products)
+            if buf is None or buf.shape[0] < k:
+                buf = np.empty((k, D, 1, d, R))
+            G = rng.standard_normal(out=buf[:k])
+            stream_chunk(
+                np.ascontiguousarray(X, dtype=np.float64), Y,
+                np.ascontiguousarray(norms[:, :, 0]), G, W, W_sum, clipped,
+                noise_scale=noise_on_w, eta_clip=eta_clip, clip=clip, first_step=done,
+                tail_start=tail_start,
+            )  # fmt: skip
+            done += k
+            continue
         rows = X[:, :, None, :, None]  # (D, k, 1, d, 1)
         G = rng.standard_normal((k, D, 1, d, R))
         G *= noise_on_w
@@ -236,6 +280,7 @@ def fit_dp_ssgd(
     delta_split: float = 0.5,
     bound_X: float | None = None,
     bound_y: float | None = None,
+    kernel: str = "numba",
 ) -> Fit:
     r"""DP-SSGD (Algorithm 1) with a concrete shuffling calibration.
 
@@ -305,6 +350,7 @@ def fit_dp_ssgd(
     clip = check_positive(clip, "clip")
     eta = check_positive(eta, "eta")
     check_choice(local_mechanism, "local_mechanism", LOCAL_MECHANISMS)
+    check_choice(kernel, "kernel", DP_SSGD_KERNELS)
     n = X.shape[0]
     if math.isinf(epsilon):
         alpha, spent, diag = 0.0, ApproxDP(math.inf, delta), {}
@@ -322,7 +368,7 @@ def fit_dp_ssgd(
         }
     perm = np.argsort(rng.random((trials, n)), axis=1)
     theta, clip_fraction = dp_ssgd_path(
-        X, y, perm, eta=eta, clip=clip, noise_multiplier=alpha, rng=rng
+        X, y, perm, eta=eta, clip=clip, noise_multiplier=alpha, rng=rng, kernel=kernel
     )
     diagnostics = {
         "noise_multiplier": alpha,

@@ -29,7 +29,8 @@ Methods (``methods`` key):
 ``dp_sgd``          DP-SGD, Poisson sampling, RDP accountant, one run per ``dpsgd_clip_scales``
 ``dp_sgd_tuned``    DP-SGD on the grid ``dpsgd_grid_clip_scales`` x ``dpsgd_grid_eta_scales``;
                     the table reports the grid point chosen on held-out replicates (below)
-``adassp``          AdaSSP (Wang 2018) on rows clipped to public Gaussian-quantile bounds
+``adassp``          AdaSSP (Wang 2018) on rows clipped to public Gaussian-quantile bounds;
+                    with ``adassp_stream`` from statistics accumulated over the stream
 ==================  =========================================================================
 
 The first five share one vectorised pass per data stream (:func:`ambssgd_pass`);
@@ -98,6 +99,7 @@ from dpreg.experiments.params import (
     positive_integer,
 )
 from dpreg.experiments.study_kind import StudyKind
+from dpreg.experiments.varshney2022_adassp import adassp_bounds, streamed_adassp_rows
 from dpreg.theory import ambssgd as theory
 
 __all__ = [
@@ -190,6 +192,11 @@ class SimParams(KindParams):
         doc="DP-SGD (fixed and tuned) reads each Poisson subsample from rows regenerated "
         "on demand (CounterGaussianRows), never the N rows in memory; not paired",
     )
+    adassp_stream: bool = param(
+        False,
+        doc="AdaSSP accumulates X'X, X'y over the stream block by block (never the N rows "
+        "in memory); same rows, release and noise draws as in memory",
+    )
 
 
 SIM_KEYS = frozenset(SimParams.required_keys() | SimParams.optional_keys() | {"conversion"})
@@ -276,6 +283,7 @@ def _spec(cell: Mapping[str, Any]) -> dict[str, Any]:
         "ssgd_eta_rule": P.dpssgd_eta_rule,
         "ssgd_max_n": _max_n(P.dpssgd_max_n),
         "dpsgd_stream": P.dpsgd_stream,
+        "adassp_stream": P.adassp_stream,
         "ssgd_trials": _max_n(P.dpssgd_trials, "dpssgd_trials"),
     }
 
@@ -404,8 +412,6 @@ def _excess(W: np.ndarray, w_star: np.ndarray, lam: np.ndarray) -> np.ndarray:
 
 def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[dict[str, Any]]:
     """dp_sgd and adassp, one data set at a time (they need the rows in memory)."""
-    from scipy import stats
-
     from dpreg.estimators import get_estimator
     from dpreg.privacy.budgets import ApproxDP
 
@@ -414,6 +420,8 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
     methods = set(spec["methods"])
     if spec["dpsgd_stream"]:
         methods -= {"dp_sgd", "dp_sgd_tuned"}  # _streamed_dpsgd_rows runs them
+    if spec["adassp_stream"]:
+        methods -= {"adassp"}  # streamed_adassp_rows runs it, with the same rng after this
     if not methods & set(STORED_METHODS):
         return rows
     grid = _grid_setup(spec, lam, hp_by_sigma) if "dp_sgd_tuned" in methods else None
@@ -449,8 +457,7 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
                             }
                         )
                 if "adassp" in methods:
-                    bx = math.sqrt(stats.chi2.ppf(0.999, d) * lam.max())
-                    by = (1.0 + sigma) * stats.norm.ppf(0.9995)
+                    bx, by = adassp_bounds(d, lam, sigma)
                     norms = np.linalg.norm(X, axis=1)
                     Xc = X * np.minimum(1.0, bx / norms)[:, None]
                     yc = np.clip(y, -by, by)
@@ -690,6 +697,8 @@ def run_sim_cell(
                     }
                 )
     rows += _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng)
+    if spec["adassp_stream"] and "adassp" in spec["methods"]:
+        rows += streamed_adassp_rows(spec, lam, w_star, trial_ids, seed, rng)
     rows += _streamed_dpsgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed)
     rows += _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed)
     frame = pd.DataFrame(rows)

@@ -1,0 +1,168 @@
+r"""Compiled inner loops of DP-SSGD (Varshney, Thakurta & Jain 2022, Algorithm 1).
+
+Algorithm 1 makes N sequential one-row steps, so the Python loop over steps of
+:mod:`dpreg.estimators.dp_ssgd` costs a numpy dispatch per step. The two kernels here
+run one chunk of steps for all trials (and runs) in compiled code (numba), with the
+Gaussian noise of the chunk **drawn beforehand by the caller's numpy Generator**, exactly
+as the numpy loops draw it: the draws, their order and the output law are unchanged, and
+the kernels agree with the numpy loops (the reference, ``kernel="numpy"``) to round-off
+(only the order of the additions in :math:`\langle x_t, w_t\rangle` differs;
+``tests/unit/test_dp_ssgd_kernel.py``).
+
+Each kernel performs, per step t of the chunk and per trial (and run), the update of
+Algorithm 1, line 5,
+
+.. math::
+    w_{t+1} = w_t - \eta\big(\min\{1, \zeta/(|r_t|\|x_t\|)\}\, r_t x_t + 2\zeta\alpha g_t\big),
+    \qquad r_t = \langle x_t, w_t\rangle - y_t,
+
+with the floating-point operations in the order of the corresponding numpy loop, adds
+:math:`w_{t+1}` to the tail sum when :math:`t + 1 \ge \lfloor N/2\rfloor + 1` and counts
+the clipped steps. numba is imported on first use (compilation is cached on disk).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+__all__ = ["path_chunk", "stream_chunk"]
+
+
+@cache
+def _kernels() -> tuple[Any, Any]:
+    """Compile (or load from numba's cache) the two chunk kernels."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def path_kernel(X, y, perm, start, stop, G, scale, W, W_sum, clipped, eta, clip, tail_start):
+        # Steps start..stop-1 read rows perm[k, t] of X (n, d), y (n,) directly (no gathered
+        # copy); G (stop - start, trials, d) standard normals, scale = 2 zeta alpha (the
+        # product G * scale rounds as numpy's); W, W_sum (trials, d), clipped (trials,)
+        # updated in place.
+        trials = perm.shape[0]
+        d = X.shape[1]
+        for t in range(start, stop):
+            j = t - start
+            in_tail = t + 1 >= tail_start
+            for k in range(trials):
+                p = perm[k, t]
+                r = 0.0
+                sq = 0.0
+                for i in range(d):
+                    r += X[p, i] * W[k, i]
+                    sq += X[p, i] * X[p, i]
+                r -= y[p]
+                gnorm = abs(r) * np.sqrt(sq)
+                if gnorm > clip:
+                    clipped[k] += 1.0
+                    r = r * (clip / max(gnorm, clip))
+                for i in range(d):
+                    W[k, i] = W[k, i] - eta * (X[p, i] * r + G[j, k, i] * scale)
+                    if in_tail:
+                        W_sum[k, i] += W[k, i]
+
+    @numba.njit(cache=True, nogil=True)
+    def stream_kernel(
+        X, Y, norms, G, scale, W, W_sum, clipped, eta_clip, clip, first_step, tail_start
+    ):
+        # X (D, k, d), Y (D, k, R), norms (D, k), G (k, D, 1, d, R) standard normals,
+        # scale (R,) = 2 eta zeta alpha; W, W_sum (D, 1, d, R) and clipped (D, R) updated.
+        D, c, d = X.shape
+        R = Y.shape[2]
+        for j in range(c):
+            in_tail = first_step + j + 1 >= tail_start
+            for k in range(D):
+                for q in range(R):
+                    r = 0.0
+                    for i in range(d):
+                        r += X[k, j, i] * W[k, 0, i, q]
+                    r -= Y[k, j, q]
+                    gr = abs(r) * norms[k, j]
+                    if gr > clip[q]:
+                        clipped[k, q] += 1.0
+                    r *= eta_clip[q] / max(gr, clip[q])
+                    for i in range(d):
+                        w = W[k, 0, i, q] - X[k, j, i] * r
+                        w -= G[j, k, 0, i, q] * scale[q]
+                        W[k, 0, i, q] = w
+                        if in_tail:
+                            W_sum[k, 0, i, q] += w
+
+    return path_kernel, stream_kernel
+
+
+def path_chunk(
+    X: np.ndarray,
+    y: np.ndarray,
+    perm: np.ndarray,
+    G: np.ndarray,
+    W: np.ndarray,
+    W_sum: np.ndarray,
+    clipped: np.ndarray,
+    *,
+    noise_scale: float,
+    start: int,
+    stop: int,
+    eta: float,
+    clip: float,
+    tail_start: int,
+) -> None:
+    r"""Run steps ``start..stop-1`` of :func:`~dpreg.estimators.dp_ssgd.dp_ssgd_path` in place.
+
+    Step t of trial k reads row ``perm[k, t]`` of ``X`` (n, d) and ``y`` (n,) (no gathered
+    copy of the chunk); ``G`` (stop - start, trials, d) holds the chunk's standard normals
+    and ``noise_scale`` is :math:`2\zeta\alpha`; ``W``, ``W_sum`` (trials, d) and ``clipped``
+    (trials,) are updated. No validation (C-contiguous float64 arrays, int64 ``perm``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W, S, c = np.zeros((1, 2)), np.zeros((1, 2)), np.zeros(1)
+    >>> X, y, perm = np.array([[1.0, 0.0]]), np.array([2.0]), np.zeros((1, 1), dtype=np.int64)
+    >>> path_chunk(X, y, perm, np.zeros((1, 1, 2)), W, S, c, noise_scale=1.0, start=0, stop=1,
+    ...            eta=0.5, clip=10.0, tail_start=1)
+    >>> W.tolist(), S.tolist(), c.tolist()
+    ([[1.0, 0.0]], [[1.0, 0.0]], [0.0])
+    """
+    _kernels()[0](X, y, perm, start, stop, G, noise_scale, W, W_sum, clipped, eta, clip, tail_start)
+
+
+def stream_chunk(
+    X: np.ndarray,
+    Y: np.ndarray,
+    norms: np.ndarray,
+    G: np.ndarray,
+    W: np.ndarray,
+    W_sum: np.ndarray,
+    clipped: np.ndarray,
+    *,
+    noise_scale: np.ndarray,
+    eta_clip: np.ndarray,
+    clip: np.ndarray,
+    first_step: int,
+    tail_start: int,
+) -> None:
+    r"""Run one chunk of :func:`~dpreg.estimators.dp_ssgd.dp_ssgd_stream_pass` in place.
+
+    ``X`` (D, k, d), ``Y`` (D, k, R), ``norms`` (D, k), ``G`` (k, D, 1, d, R) the chunk's
+    standard normals, ``noise_scale`` (R,) :math:`2\eta\zeta\alpha` per run; ``W``, ``W_sum``
+    (D, 1, d, R) and ``clipped`` (D, R) are updated; ``eta_clip`` (R,) is
+    :math:`\eta\zeta`, ``clip`` (R,) :math:`\zeta`. No validation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> W, S, c = np.zeros((1, 1, 2, 1)), np.zeros((1, 1, 2, 1)), np.zeros((1, 1))
+    >>> X = np.array([[[1.0, 0.0]]])
+    >>> stream_chunk(X, np.array([[[2.0]]]), np.ones((1, 1)), np.zeros((1, 1, 1, 2, 1)),
+    ...              W, S, c, noise_scale=np.ones(1), eta_clip=np.array([5.0]),
+    ...              clip=np.array([10.0]), first_step=0, tail_start=1)
+    >>> W[0, 0, :, 0].tolist(), c.tolist()
+    ([1.0, 0.0], [[0.0]])
+    """
+    _kernels()[1](
+        X, Y, norms, G, noise_scale, W, W_sum, clipped, eta_clip, clip, first_step, tail_start
+    )

@@ -1,0 +1,106 @@
+r"""AdaSSP in the Varshney et al. (2022) study: public clipping bounds and the streamed rows.
+
+The study (docs/varshney2022.md) runs AdaSSP on rows clipped to public Gaussian-quantile
+bounds (:func:`adassp_bounds`). With the rows in memory (E2) it calls
+:func:`~dpreg.estimators.adassp.fit_adassp`; with ``adassp_stream`` (E3, N = 10^6 rows of
+up to d = 200: 1.6 GB per trial in memory) :func:`streamed_adassp_rows` reads the cell's
+:class:`~dpreg.data.streams.GaussianStream` (the rows the in-memory path would hold, in
+the same order) block by block, clips each block, accumulates the statistics of all noise
+levels at once (:class:`~dpreg.estimators.adassp_stream.AdasspStatistics`: one
+:math:`X^\top X`, one :math:`X^\top y` per sigma) and releases each (sigma, epsilon) with
+the same release and the same generator, in the same order, as the in-memory path, so
+the two give the same rows to round-off (tests/unit/test_varshney2022_adassp_stream.py).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dpreg.data.streams import GaussianStream
+from dpreg.estimators.adassp_stream import AdasspStatistics, fit_adassp_streamed
+from dpreg.privacy.budgets import ApproxDP
+
+__all__ = ["adassp_bounds", "streamed_adassp_rows"]
+
+BLOCK_ROWS = 2**14
+"""Rows per block of the streamed statistics (the stream's chunk size: 26 MB at d = 200)."""
+
+
+def adassp_bounds(d: int, lam: np.ndarray, sigma: float) -> tuple[float, float]:
+    r"""Public clipping bounds of the study's AdaSSP runs: ``(bound_X, bound_y)``.
+
+    :math:`C_X = \sqrt{\chi^2_{d, 0.999}\,\|H\|}` and :math:`C_Y = (1 + \sigma)
+    z_{0.9995}` (``||w*||_H = 1``): quantiles of the data-generating process, never read
+    off the data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bx, by = adassp_bounds(1, np.ones(1), 0.0)
+    >>> round(bx, 4), round(by, 4)
+    (3.2905, 3.2905)
+    """
+    from scipy import stats
+
+    bx = math.sqrt(stats.chi2.ppf(0.999, d) * float(np.max(lam)))
+    by = (1.0 + sigma) * float(stats.norm.ppf(0.9995))
+    return bx, by
+
+
+def streamed_adassp_rows(
+    spec: dict[str, Any],
+    lam: np.ndarray,
+    w_star: np.ndarray,
+    trial_ids: list[int],
+    seed: int,
+    rng: np.random.Generator,
+    *,
+    block_rows: int = BLOCK_ROWS,
+) -> list[dict[str, Any]]:
+    """``adassp`` rows of one chunk from statistics accumulated over the cell's stream.
+
+    Per trial: one pass over ``GaussianStream(seed, [trial], ...)`` in blocks of
+    ``block_rows``, then one AdaSSP release per (sigma, epsilon) drawn from ``rng`` in the
+    in-memory path's order (trial, sigma, epsilon). ``clip_fraction`` is the fraction of
+    rows whose x or y was clipped, as in the in-memory path.
+    """
+    n, d, sigmas = spec["n"], spec["d"], spec["sigmas"]
+    bounds = [adassp_bounds(d, lam, s) for s in sigmas]
+    bx = bounds[0][0]
+    by = np.array([b[1] for b in bounds])
+    sig = np.asarray(sigmas, dtype=np.float64)
+    rows: list[dict[str, Any]] = []
+    for trial in trial_ids:
+        stream = GaussianStream(seed, [trial], lam, w_star, chunk_rows=block_rows)
+        stats = AdasspStatistics(d, bound_X=bx, bound_y=by)
+        clipped = np.zeros(sig.size)
+        done = 0
+        while done < n:
+            k = min(block_rows, n - done)
+            X, base, z = stream.take(k)
+            X, base, z = X[0], base[0], z[0]
+            Y = base[:, None] + z[:, None] * sig  # (k, sigmas): y = base + sigma z
+            norms = np.linalg.norm(X, axis=1)
+            stats.add(X * np.minimum(1.0, bx / norms)[:, None], np.clip(Y, -by, by))
+            clipped += ((norms > bx)[:, None] | (np.abs(Y) > by)).sum(axis=0)
+            done += k
+        for j, sigma in enumerate(sigmas):
+            for eps in spec["epsilons"]:
+                fit = fit_adassp_streamed(
+                    stats, budget=ApproxDP(eps, spec["delta"]), rng=rng, column=j
+                )
+                diff = fit.theta[0] - w_star
+                rows.append(
+                    {
+                        "trial": trial,
+                        "method": "adassp",
+                        "sigma": sigma,
+                        "epsilon": eps,
+                        "excess_risk": float(0.5 * np.einsum("d,d,d->", diff, lam, diff)),
+                        "clip_fraction": float(clipped[j] / n),
+                    }
+                )
+    return rows

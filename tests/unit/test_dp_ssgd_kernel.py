@@ -1,0 +1,120 @@
+"""DP-SSGD's compiled kernel against the numpy reference loop (same seeds, same draws).
+
+Independent computation: the numpy loops of ``dp_ssgd_path`` / ``dp_ssgd_stream_pass``
+(``kernel="numpy"``), themselves tested against a hand-written loop and against each
+other in test_varshney2022_estimators.py and test_varshney2022_study.py. Equality is to
+round-off (the kernels only add the inner products in another order); the clipped counts
+and the generator's state after the call are equal exactly (same noise draws).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpreg.data.streams import GaussianStream
+from dpreg.estimators import get_estimator
+from dpreg.estimators.dp_ssgd import dp_ssgd_path, dp_ssgd_stream_pass
+from dpreg.privacy.budgets import ApproxDP
+
+
+def _data(n, d, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, X @ np.ones(d) / math.sqrt(d) + 0.5 * rng.standard_normal(n)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(2, 400),
+    d=st.integers(1, 6),
+    trials=st.integers(1, 4),
+    chunk=st.integers(1, 150),
+    clip=st.floats(0.05, 20.0),
+    alpha=st.floats(0.0, 3.0),
+    seed=st.integers(0, 2**16),
+)
+def test_path_kernel_equals_numpy_reference(n, d, trials, chunk, clip, alpha, seed):
+    X, y = _data(n, d, seed)
+    perm = np.argsort(np.random.default_rng(seed + 1).random((trials, n)), axis=1)
+    out, states = {}, {}
+    for kernel in ("numba", "numpy"):
+        rng = np.random.default_rng(seed + 2)
+        out[kernel] = dp_ssgd_path(
+            X, y, perm, eta=0.05, clip=clip, noise_multiplier=alpha, rng=rng, chunk=chunk,
+            kernel=kernel,
+        )  # fmt: skip
+        states[kernel] = rng.random()  # same number of draws consumed
+    (a, fa), (b, fb) = out["numba"], out["numpy"]
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12 * (1 + np.abs(b).max()))
+    np.testing.assert_array_equal(fa, fb)
+    assert states["numba"] == states["numpy"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    d=st.integers(1, 5),
+    D=st.integers(1, 3),
+    chunk=st.integers(1, 120),
+    seed=st.integers(0, 2**16),
+)
+def test_stream_kernel_equals_numpy_reference(n, d, D, chunk, seed):
+    lam = np.linspace(1.0, 0.2, d)
+    w = np.ones(d)
+    kw = {
+        "eta": np.array([0.05, 0.02, 0.1]),
+        "clip": np.array([1.0, 0.3, 5.0]),  # clipping active in some lanes, not in others
+        "noise_multiplier": np.array([0.5, 2.0, 0.0]),
+        "sigma": np.array([0.1, 1.0, 0.0]),
+        "chunk": chunk,
+    }
+    out, states = {}, {}
+    for kernel in ("numba", "numpy"):
+        rng = np.random.default_rng(seed)
+        src = GaussianStream(seed, list(range(D)), lam, w, chunk_rows=64)
+        out[kernel] = dp_ssgd_stream_pass(src, n, rng=rng, kernel=kernel, **kw)
+        states[kernel] = rng.random()
+    (a, fa), (b, fb) = out["numba"], out["numpy"]
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12 * (1 + np.abs(b).max()))
+    np.testing.assert_array_equal(fa, fb)
+    assert states["numba"] == states["numpy"]
+
+
+def test_long_clipped_noisy_paths_agree_and_clip():
+    """5000 steps with clipping and noise: still equal to round-off, clipping really active."""
+    X, y = _data(5000, 8, 0)
+    perm = np.argsort(np.random.default_rng(1).random((3, 5000)), axis=1)
+    a, fa = dp_ssgd_path(X, y, perm, eta=0.02, clip=0.5, noise_multiplier=1.5,
+                         rng=np.random.default_rng(2), kernel="numba")  # fmt: skip
+    b, fb = dp_ssgd_path(X, y, perm, eta=0.02, clip=0.5, noise_multiplier=1.5,
+                         rng=np.random.default_rng(2), kernel="numpy")  # fmt: skip
+    np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(fa, fb)
+    assert 0.2 < fa.min() and fa.max() < 1
+
+
+def test_fit_dp_ssgd_kernel_option():
+    X, y = _data(800, 3, 4)
+    X /= 2 * np.linalg.norm(X, axis=1, keepdims=True)
+    y = np.clip(y, -1, 1)
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # outside Theorem 3.1's regime at this n
+        for kernel in ("numba", "numpy"):
+            fits[kernel] = get_estimator("dp_ssgd")(
+                X, y, budget=ApproxDP(1.0, 1e-5), rng=np.random.default_rng(3), trials=5,
+                clip=0.3, eta=0.1, kernel=kernel,
+            )  # fmt: skip
+        np.testing.assert_allclose(fits["numba"].theta, fits["numpy"].theta, rtol=1e-10)
+        assert fits["numba"].budget_spent == fits["numpy"].budget_spent
+        with pytest.raises(ValueError, match="kernel"):
+            get_estimator("dp_ssgd")(
+                X, y, budget=ApproxDP(1.0, 1e-5), rng=np.random.default_rng(3), clip=0.3,
+                eta=0.1, kernel="fortran",
+            )  # fmt: skip
