@@ -40,6 +40,11 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
         "95% band; the dotted line and square mark the authors' code's gamma, the dashed "
         "line the train MSE of theta = 0 (IHM's limit as gamma grows)."
     ),
+    "ftrl_epochs": (
+        "Test MSE (train MSE where a dataset holds no rows out) against the number of "
+        "epochs E (log axes), one panel per dataset: nu-DP-FTRL solid, DP-SGD dashed, one "
+        "colour per epsilon, mean with a 95% band; the dotted line is non-private OLS."
+    ),
     "iv_bound_curve": (
         "The error bound (7) of Liang et al. against the number of iterations T (log "
         "axes), evaluated with unit constants; it shows the trend, not a value."
@@ -156,6 +161,12 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
 
 #: What the table of each study kind holds (beyond the study's grid columns).
 TABLE_DESCRIPTIONS: dict[str, str] = {
+    "ftrl_epochs": (
+        "One row per dataset, method, epsilon and number of epochs: mean test and train "
+        "MSE with SEs over independent trials, the batch, steps and step size the public "
+        "rule chose, the difference to the same method at one epoch with its SE and z, "
+        "the certified epsilon and the non-private OLS errors."
+    ),
     "lev_gamma_sweep": (
         "One row per dataset, epsilon and mixing level gamma of IHM: gamma, gamma / "
         "gamma_exact, the code's factor, mean train MSE with its SE over trials, and the "
