@@ -129,3 +129,34 @@ def test_the_config_checks_a_variants_hyper_block_against_its_estimator():
     smoke["studies"]["lev_fig1"]["params"]["hyper"]["ihm_code"]["T"] = 2.5
     with pytest.raises(ValueError, match=r"hyper.ihm.T: must be an integer; got 2.5"):
         check_hyper_blocks(smoke)
+
+
+def test_lev_claims_check_ihm_code_in_figs_4_to_6_apart_from_ihm():
+    def table(means: dict[str, float], datasets=("lev_a", "lev_b"), eps=(0.1, 1.0)):
+        rows = [
+            {"dataset": ds, "estimator": est, "epsilon": e, "mean": m}
+            for ds in datasets
+            for e in eps
+            for est, m in means.items()
+        ]
+        return pd.DataFrame(rows).assign(se=0.01)
+
+    # Figs. 4-5: ihm loses to DP-GD everywhere, ihm_code wins everywhere
+    fig4 = table({"ihm": 2.0, "ihm_code": 0.5, "adassp": 1.0, "linear_mixing": 3, "dp_gd": 1.5})
+    # Figs. 1-3 (T = 3) and Fig. 6 (T = 2): the T = 2 gap shrinks for ihm, grows for ihm_code
+    fig1 = table({"ihm": 2.0, "ihm_code": 1.0, "adassp": 1.0, "linear_mixing": 3.0})
+    fig6 = table({"ihm": 1.5, "ihm_code": 1.2, "adassp": 1.0, "linear_mixing": 3, "dp_gd": 2})
+    out = lev2026_claims({"lev_fig1": fig1, "lev_fig4": fig4, "lev_fig6": fig6})
+    assert "ihm_code" not in set(out["wins_figs4_5"]["estimator"])
+    assert "ihm_code" not in set(out["wins_figs1_3"]["estimator"])
+    assert set(out["wins_figs1_3_ihm_code"]["estimator"]) == {"ihm", "adassp", "linear_mixing"}
+    claims = out["claims"].set_index("statistic")
+    dpgd = claims.loc["share of (dataset, eps) cells with MSE(ihm) < MSE(DP-GD)"]
+    dpgd_code = claims.loc["share of (dataset, eps) cells with MSE(ihm_code) < MSE(DP-GD)"]
+    assert (dpgd["value"], dpgd["passed"]) == (0.0, "NO")
+    assert (dpgd_code["value"], dpgd_code["passed"]) == (1.0, "yes")
+    assert "ihm_code: IHM with the authors' gamma" in dpgd_code["claim"]
+    t2 = "share of datasets where MSE({})-MSE(AdaSSP) at eps<=1 is smaller at T=2"
+    assert claims.loc[t2.format("ihm"), "value"] == 1.0
+    assert claims.loc[t2.format("ihm_code"), "value"] == 0.0
+    assert out["ihm_gamma_methods_t2"]["difference"].tolist() == pytest.approx([-0.3] * 4)

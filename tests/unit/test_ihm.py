@@ -525,3 +525,62 @@ def test_code_gamma_matches_the_authors_code(n, d, eps):
     # their bisection stops at an absolute width of 1e-6 on gamma (> 2.5, so relative
     # < 4e-7) and their alpha search at xatol 1e-5 (second order in the minimum)
     assert ihm_gamma(eps, delta, k, 3, "code") == pytest.approx(theirs, rel=1e-6)
+
+
+# ------------------------------------------------- gamma set by hand (analysis runs)
+
+
+def test_given_gamma_spends_the_exact_epsilon_of_its_noise():
+    X, y = _data(n=400, d=3)
+    delta, eps = 1 / 400**2, 0.5
+    default = fit_ihm(X, y, budget=ApproxDP(eps, delta), rng=np.random.default_rng(1), trials=3)
+    k = default.diagnostics["k"]
+    smallest = ihm_gamma(eps, delta, k, 3, "rdp")
+    # the smallest certifying gamma given by hand is the default fit, draw for draw
+    same = fit_ihm(
+        X, y, budget=ApproxDP(eps, delta), rng=np.random.default_rng(1), trials=3, gamma=smallest
+    )
+    np.testing.assert_array_equal(same.theta, default.theta)
+    assert same.budget_spent.epsilon == default.budget_spent.epsilon
+    assert same.diagnostics["gamma_given"] and not default.diagnostics["gamma_given"]
+    # twice as much: less spent, and exactly what the noise actually added certifies
+    fit = fit_ihm(
+        X,
+        y,
+        budget=ApproxDP(eps, delta),
+        rng=np.random.default_rng(1),
+        trials=3,
+        gamma=2 * smallest,
+    )
+    dg = fit.diagnostics
+    assert dg["gamma"] == 2 * smallest
+    assert dg["sigma"] == ihm_sigma(eps, delta, 3, 1.0, "rdp")
+    eig = gaussian_pld_epsilon(dg["gamma"] / math.sqrt(k), 1, delta / 4)
+    mix = _independent_mixing_epsilon(dg["gamma"], k, 3, delta / 4)
+    grad = gaussian_pld_epsilon(dg["sigma"], 3, delta / 4)
+    assert fit.budget_spent.epsilon == pytest.approx(eig + mix + grad, rel=0.01)
+    assert fit.budget_spent.epsilon < eps * 0.9
+    assert dg["epsilon_certified"] == fit.budget_spent.epsilon
+    assert dg["privacy"]["epsilon"] == fit.budget_spent.epsilon
+    # a larger gamma raises eta^2 = max(gamma - lambda_tilde, 0) by at least the difference
+    # wherever lambda_tilde < smallest (the same draws: same z)
+    assert np.all(dg["eta2"] >= default.diagnostics["eta2"])
+
+
+def test_given_gamma_below_the_certified_minimum_is_refused():
+    X, y = _data(n=400, d=3)
+    delta, eps = 1 / 400**2, 0.5
+    k = ihm_sketch_size(3, 3, delta / 10)
+    smallest = ihm_gamma(eps, delta, k, 3, "rdp")
+    with pytest.raises(ValueError, match="gamma=.*below"):
+        fit_ihm(
+            X, y, budget=ApproxDP(eps, delta), rng=np.random.default_rng(0), gamma=0.99 * smallest
+        )
+    # the refusal is right: that gamma would overspend the eps/2 half
+    p = ihm_privacy_pieces(0.99 * smallest, 1.0, k=k, T=3, clip=1.0, delta=delta)
+    assert p["epsilon_eigen"] + p["epsilon_mixing"] > eps / 2
+    for bad in (-1.0, 0.0, math.nan, "big"):
+        with pytest.raises((ValueError, TypeError), match="gamma"):
+            fit_ihm(X, y, budget=ApproxDP(eps, delta), rng=np.random.default_rng(0), gamma=bad)
+    with pytest.raises(ValueError, match="gamma"):
+        fit_ihm(X, y, budget=ApproxDP(math.inf, delta), rng=np.random.default_rng(0), gamma=100.0)

@@ -24,6 +24,7 @@ or, for reference, explicitly.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -354,6 +355,29 @@ def ihm_calibration(
     return IHMCalibration(gamma, sigma, tau, k, T, rho, pieces)
 
 
+def _override_gamma(
+    cal: IHMCalibration, gamma: object, *, epsilon: float, delta: float, clip: float
+) -> IHMCalibration:
+    """``cal`` with a hand-set mixing level, refused below the smallest certifying one.
+
+    Both the eigenvalue-test and the sketches' epsilon decrease in gamma
+    (:func:`ihm_privacy_pieces`), so every gamma at or above
+    ``ihm_gamma(epsilon, delta, k, T, "rdp")`` keeps that half within epsilon / 2.
+    """
+    gamma = check_positive(gamma, "gamma")
+    if math.isinf(epsilon):
+        raise ValueError("gamma: no mixing noise is added at epsilon = inf; leave gamma None")
+    smallest = ihm_gamma(epsilon, delta, cal.k, cal.T, "rdp")
+    if gamma < smallest:
+        raise ValueError(
+            f"gamma={gamma!r} is below {smallest!r}, the smallest mixing level that keeps the"
+            f" eigenvalue test and the {cal.T} sketches within epsilon/2 = {epsilon / 2!r}"
+            f" (k = {cal.k}, delta = {delta!r}); a smaller gamma would spend more than the budget"
+        )
+    pieces = ihm_privacy_pieces(gamma, cal.sigma, k=cal.k, T=cal.T, clip=clip, delta=delta)
+    return dataclasses.replace(cal, gamma=gamma, pieces=pieces)
+
+
 # ------------------------------------------------------------------------- estimator
 
 
@@ -405,6 +429,7 @@ def fit_ihm(
     k: int | None = None,
     failure_prob: float | None = None,
     gamma_method: str = "rdp",
+    gamma: float | None = None,
     variant: str = "experiments",
     sampler: str = "gram",
     kernel: str = "fast",
@@ -454,6 +479,16 @@ def fit_ihm(
         epsilon of the noise actually added, which under ``"code"`` differs from the
         target (smaller where the classic bound is valid, possibly larger where it
         is not).
+    gamma : float, optional
+        Mixing level :math:`\gamma` set by hand, for analysis runs (e.g. sweeping the
+        mixing noise between the exact and the code's value, docs/lev2026.md); replaces
+        the ``gamma_method`` value (``sigma`` still follows ``gamma_method``). A public
+        input: it must not be chosen from the data. It must be at least the smallest
+        level that certifies the (eigenvalue test + sketches) half :math:`\varepsilon/2`
+        (``ihm_gamma(epsilon, delta, k, T, "rdp")``); a smaller value raises, since it
+        would spend more than the budget. A larger one adds more mixing noise and spends
+        less: ``budget_spent`` is the exact epsilon at this gamma. Not allowed with an
+        infinite epsilon (no mixing noise).
     variant : {"experiments", "paper"}, default "experiments"
         ``"paper"``: line 6 as printed,
         :math:`\widetilde G_t = X^\top\mathrm{clip}_C(Y-X\hat\theta_t) - \eta^2\hat\theta_t
@@ -493,9 +528,10 @@ def fit_ihm(
         ``clip_fraction`` (trials, T) (fraction of rows whose residual
         was clipped at iteration t), ``n_robust_solves``, ``privacy`` (the pieces of
         :func:`ihm_privacy_pieces`: eps and delta of the eigenvalue test, sketches and
-        gradients), ``epsilon_certified``, ``gamma_method``, ``variant``, ``sampler``,
-        ``kernel``, ``kernel_pairs`` (``"fast"``: how many (row, trial, iteration) terms
-        were certified, summed by a Gram product, or computed row by row).
+        gradients), ``epsilon_certified``, ``gamma_method``, ``gamma_given`` (whether
+        ``gamma`` was set by hand), ``variant``, ``sampler``, ``kernel``, ``kernel_pairs``
+        (``"fast"``: how many (row, trial, iteration) terms were certified, summed by a
+        Gram product, or computed row by row).
         All in the units of the original (un-normalised) data except ``gamma``,
         ``eta2`` and ``lambda_min_noisy``, which are in the units of :math:`X/C_X`.
 
@@ -506,7 +542,8 @@ def fit_ihm(
         or ``rng`` is not a Generator.
     ValueError
         On bad shapes, non-finite data, ``n < d``, data outside the public bounds, or
-        bad ``trials``, ``T``, ``clip``, ``k``, ``failure_prob`` or option names.
+        bad ``trials``, ``T``, ``clip``, ``k``, ``failure_prob`` or option names, or a
+        ``gamma`` below the smallest certifying level (or given with an infinite epsilon).
 
     Notes
     -----
@@ -582,6 +619,8 @@ def fit_ihm(
         gamma_method=gamma_method,
     )
     k = cal.k  # the default is >= 6 d; a user-given k was checked to be >= d above
+    if gamma is not None:
+        cal = _override_gamma(cal, gamma, epsilon=epsilon, delta=delta, clip=clip)
 
     Xn = X / bound_X  # C_X = 1 (§1); theta' = C_X theta
     gram = Xn.T @ Xn
@@ -657,6 +696,7 @@ def fit_ihm(
             "privacy": dict(cal.pieces),
             "epsilon_certified": float(cal.pieces.get("epsilon", math.inf)),
             "gamma_method": gamma_method,
+            "gamma_given": gamma is not None,
             "variant": variant,
             "sampler": sampler,
             "kernel": kernel,

@@ -70,11 +70,13 @@ from dpreg.results import Fit
 
 __all__ = [
     "METHODS",
+    "STREAM_METHODS",
     "Method",
     "PublicInputs",
     "fit_method",
     "get_method",
     "stable_step",
+    "stream_hyperparameters",
 ]
 
 #: Sequential single-pass methods take at most this many steps (batches grow with n).
@@ -294,6 +296,31 @@ def _nu_ftrl_epochs(public: PublicInputs) -> dict[str, Any]:
 
 def _sgd_stream_epochs(public: PublicInputs) -> dict[str, Any]:
     return _sgd_stream(public, STREAM_EPOCHS)
+
+
+#: Streaming methods whose rule takes a number of epochs (:func:`stream_hyperparameters`).
+STREAM_METHODS = ("nu_dp_ftrl", "dp_sgd_stream")
+
+
+def stream_hyperparameters(name: str, public: PublicInputs, epochs: int) -> dict[str, Any]:
+    """Return the public rule of a streaming method (``STREAM_METHODS``) for ``epochs`` passes.
+
+    The rules of ``nu_dp_ftrl`` / ``dp_sgd_stream`` (one pass) and of their ``*_epochs``
+    methods (``STREAM_EPOCHS`` passes) at any number of epochs: batch
+    ``ceil(epochs n / 1000)``, the noise-capped step of :func:`stream_step`.
+
+    Examples
+    --------
+    >>> p = PublicInputs(n=2000, d=4, epsilon=1.0, delta=1e-6, bound_X=1.0, bound_y=1.0)
+    >>> stream_hyperparameters("dp_sgd_stream", p, 5)["batch_size"]
+    10
+    """
+    if name not in STREAM_METHODS:
+        raise ValueError(f"method must be one of {STREAM_METHODS}; got {name!r}")
+    if isinstance(epochs, bool) or not isinstance(epochs, int | np.integer) or epochs < 1:
+        raise ValueError(f"epochs must be an integer >= 1; got {epochs!r}")
+    rule = _nu_ftrl if name == "nu_dp_ftrl" else _sgd_stream
+    return rule(public, int(epochs))
 
 
 def _epochs_apply(public: PublicInputs) -> str | None:

@@ -34,6 +34,17 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
         "Left: fraction of rows IHM clips against epsilon; right: train MSE of each "
         "estimator against epsilon with a 95% band, on the synthetic MLP-feature data."
     ),
+    "lev_gamma_sweep": (
+        "IHM's train MSE against its mixing level gamma relative to the exact (smallest "
+        "certifying) gamma (log x), one panel per dataset at a fixed epsilon: mean with a "
+        "95% band; the dotted line and square mark the authors' code's gamma, the dashed "
+        "line the train MSE of theta = 0 (IHM's limit as gamma grows)."
+    ),
+    "ftrl_epochs": (
+        "Test MSE (train MSE where a dataset holds no rows out) against the number of "
+        "epochs E (log axes), one panel per dataset: nu-DP-FTRL solid, DP-SGD dashed, one "
+        "colour per epsilon, mean with a 95% band; the dotted line is non-private OLS."
+    ),
     "iv_bound_curve": (
         "The error bound (7) of Liang et al. against the number of iterations T (log "
         "axes), evaluated with unit constants; it shows the trend, not a value."
@@ -168,6 +179,19 @@ TABLE_DESCRIPTIONS: dict[str, str] = {
         "Lemma D.12 the simulated mean and SE of the noise process's squared distance at "
         "step T - 1, its exact value and the lemma's trace bound."
     ),
+    "ftrl_epochs": (
+        "One row per dataset, method, epsilon and number of epochs: mean test and train "
+        "MSE with SEs over independent trials, the batch, steps and step size the public "
+        "rule chose, the difference to the same method at one epoch with its SE and z, "
+        "the certified epsilon and the non-private OLS errors."
+    ),
+    "lev_gamma_sweep": (
+        "One row per dataset, epsilon and mixing level gamma of IHM: gamma, gamma / "
+        "gamma_exact, the code's factor, mean train MSE with its SE over trials, and the "
+        "paired differences (common random numbers) to the exact gamma and to the next "
+        "smaller gamma with their SEs, the certified epsilon, and the train MSE of OLS and "
+        "of theta = 0."
+    ),
     "ftrl_digits": (
         "Scaled-down analogue of Fig. 4 (digits, multinomial logistic regression): test "
         "accuracy per method and epsilon over independent trials (mean, SE), the paired "
@@ -240,7 +264,7 @@ VIEW_DESCRIPTIONS: dict[tuple[str, str], str] = {
 }
 
 #: Kinds that run the lev2026 estimators on prepared datasets (their bounds matter).
-_REGRESSION_DATA_KINDS = frozenset({"eps_grid", "lev_table2", "benchmark"})
+_REGRESSION_DATA_KINDS = frozenset({"eps_grid", "lev_table2", "lev_gamma_sweep", "benchmark"})
 
 _GENERIC_TABLE = (
     "Per grid cell, the aggregates over trials of what the figure draws (mean, standard "

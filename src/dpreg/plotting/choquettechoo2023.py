@@ -9,6 +9,8 @@
 * :func:`plot_quoted` -- the paper's deep-learning numbers, marked as quoted.
 * :func:`plot_fig4_digits` -- the scaled-down analogue of Fig. 4 (digits): test accuracy
   against epsilon per method.
+* :func:`figure_epochs` -- multi-epoch DP-FTRL on data: test MSE against the number of
+  epochs per method and epsilon.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 __all__ = [
+    "figure_epochs",
     "plot_fig1",
     "plot_fig2",
     "plot_fig3",
@@ -327,5 +330,44 @@ def plot_fig4_digits(table: pd.DataFrame, *, title: str | None = None) -> plt.Fi
     )
     if title:
         fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def figure_epochs(table: pd.DataFrame, *, title: str | None = None) -> plt.Figure:
+    """Test MSE (the table's ``score``) against epochs, one panel per dataset.
+
+    One colour per epsilon, solid for nu-DP-FTRL and dashed for DP-SGD; mean with a 95%
+    band; the dotted line is non-private OLS on the same rows.
+    """
+    sns.set_theme(style="whitegrid", context="paper")
+    datasets = sorted(table["dataset"].unique())
+    epsilons = sorted(table["epsilon"].unique())
+    colors = dict(zip(epsilons, _colors(len(epsilons)), strict=True))
+    styles = {"nu_dp_ftrl": "-", "dp_sgd_stream": "--"}
+    names = {"nu_dp_ftrl": "ν-DP-FTRL", "dp_sgd_stream": "DP-SGD"}
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.8), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        part = table[table["dataset"] == dataset]
+        for (method, eps), cell in part.groupby(["method", "epsilon"], sort=True):
+            cell = cell.sort_values("epochs")
+            ax.plot(cell["epochs"], cell["mean"], marker="o", color=colors[eps],
+                    linestyle=styles.get(method, ":"),
+                    label=f"{names.get(method, method)}, eps={eps:g}")  # fmt: skip
+            ax.fill_between(cell["epochs"], cell["ci_low"], cell["ci_high"], color=colors[eps],
+                            alpha=0.2)  # fmt: skip
+        ref = "ols_test_mse" if part["score"].iloc[0] == "test_mse" else "ols_train_mse"
+        ax.axhline(float(part[ref].iloc[0]), color="black", linestyle=":", linewidth=1,
+                   label="OLS (non-private)")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("epochs E")
+        ax.set_ylabel(part["score"].iloc[0].replace("_", " "))
+        ax.set_title(dataset)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3,
+               frameon=False)  # fmt: skip
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig

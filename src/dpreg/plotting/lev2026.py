@@ -1,7 +1,8 @@
 """Figures of Lev et al. (2026): Table 2 beside the paper, and Figure 7 (clipping).
 
 Drawn from the aggregated tables only (``dpreg.experiments.lev2026_table2``,
-``dpreg.experiments.lev2026_clipping``); the eps-grid figures (Figs. 1-6) are
+``dpreg.experiments.lev2026_clipping``, ``dpreg.experiments.lev2026_gamma``); the
+eps-grid figures (Figs. 1-6) are
 :func:`dpreg.plotting.regression.plot_mse_vs_epsilon`.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["figure_clipping", "figure_table2"]
+__all__ = ["figure_clipping", "figure_gamma_sweep", "figure_table2"]
 
 
 def figure_table2(table: pd.DataFrame, *, title: str | None = None) -> Any:
@@ -149,6 +150,41 @@ def figure_clipping(table: pd.DataFrame, *, title: str | None = None) -> Any:
     ax_b.set_ylabel("train MSE")
     ax_b.set_title("(b) train MSE")
     ax_b.legend(frameon=False, fontsize="small")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def figure_gamma_sweep(table: pd.DataFrame, *, title: str | None = None) -> Any:
+    """IHM's train MSE against gamma / gamma_exact, one panel per (dataset, epsilon).
+
+    Mean with a 95% band; the authors' code's gamma is marked (dotted line and square);
+    the dashed line is the train MSE of theta = 0, IHM's limit as gamma grows (non-private
+    OLS is in the table: far below, it would flatten the curve).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = list(table.groupby(["dataset", "epsilon"], sort=True))
+    fig, axes = plt.subplots(1, len(cells), figsize=(4.2 * len(cells), 3.6), squeeze=False)
+    for ax, ((dataset, eps), cell) in zip(axes[0], cells, strict=True):
+        cell = cell.sort_values("gamma")
+        ax.plot(cell["gamma_factor"], cell["mean"], marker="o", label="IHM")
+        ax.fill_between(cell["gamma_factor"], cell["ci_low"], cell["ci_high"], alpha=0.25)
+        code = cell[cell["point"] == "code"]
+        ax.plot(code["gamma_factor"], code["mean"], marker="s", linestyle="none", color="C3",
+                label="authors' gamma")  # fmt: skip
+        ax.axvline(float(cell["code_factor"].iloc[0]), color="C3", linestyle=":", linewidth=1)
+        ax.axhline(float(cell["mse_zero"].iloc[0]), color="black", linestyle="--", linewidth=1,
+                   label=r"$\theta = 0$")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel(r"$\gamma / \gamma_{\rm exact}$")
+        ax.set_ylabel("train MSE")
+        ax.set_title(f"{dataset}, eps = {eps:g}")
+    axes[0][0].legend(loc="best", fontsize="small")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
