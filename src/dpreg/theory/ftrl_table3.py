@@ -28,18 +28,29 @@ from dpreg.estimators.ftrl_factorizations import (
     optimal_multi_participation_factorization,
     tree_aggregation,
 )
-from dpreg.estimators.ftrl_me import solve_me
+from dpreg.estimators.ftrl_me import DEFAULT_GAP_TOL, check_gap_tol, solve_me
+from dpreg.estimators.ftrl_workloads import PAPER_COOLDOWN, momentum_cooldown_workload
 from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS, multi_participation_sensitivity_sq
 
 __all__ = [
     "ME_SOLVERS",
     "PAPER_ME_COST",
     "TABLE3",
+    "WORKLOADS",
     "check_me_solver",
     "table3",
     "toeplitz_prefix_error",
+    "toeplitz_workload_error",
     "tuned_nu",
 ]
+
+WORKLOADS: tuple[str, ...] = ("prefix", "momentum_cooldown")
+"""Workload of the error: ``prefix`` (Eq. 3, Table 3) or ``momentum_cooldown``
+(:func:`~dpreg.estimators.ftrl_workloads.momentum_cooldown_workload`, the training
+workload of the paper's CIFAR-10 runs, App. G.1)."""
+
+ME_PREFIX_VARIANT = "ME (prefix-sum workload)"
+"""Extra row under a non-prefix workload: the prefix-sum ME evaluated on that workload."""
 
 ME_SOLVERS: tuple[str, ...] = ("auto", "sdp", "fixed_point")
 """How ME is computed: ``sdp`` (cvxpy, small T), ``fixed_point``
@@ -161,6 +172,60 @@ def toeplitz_prefix_error(correlation: ToeplitzCorrelation, T: int) -> float:
     return float(np.sum((T - np.arange(T)) * partial**2))
 
 
+def toeplitz_workload_error(correlation: ToeplitzCorrelation, A: np.ndarray) -> float:
+    r"""Return :math:`\|AB\|_F^2` for a Toeplitz decoder :math:`B` and any workload ``A``.
+
+    :math:`(AB)_{t\tau} = \sum_s A_{ts}\beta_{s-\tau}`, a correlation of each row of
+    ``A`` with :math:`\beta`, computed for all rows by FFT (O(T^2 log T)).
+
+    Examples
+    --------
+    >>> from dpreg.estimators.ftrl_factorizations import prefix_matrix
+    >>> T = 6
+    >>> bool(np.isclose(toeplitz_workload_error(nu_ftrl(0.1), prefix_matrix(T)),
+    ...                 toeplitz_prefix_error(nu_ftrl(0.1), T)))
+    True
+    """
+    from scipy.signal import fftconvolve
+
+    A = np.asarray(A, dtype=np.float64)
+    T = A.shape[1]
+    beta = correlation.coefficients(T)
+    full = fftconvolve(A[:, ::-1], beta[None, :], axes=1)  # index T-1-tau
+    return float(np.sum(full[:, :T] ** 2))
+
+
+def _workload_error(
+    f: MatrixFactorization | FFTFactorization | ToeplitzCorrelation,
+    T: int,
+    A: np.ndarray | None,
+) -> float:
+    """||AB||_F^2 of any mechanism (``A=None``: the prefix-sum workload)."""
+    if A is None:
+        if isinstance(f, ToeplitzCorrelation):
+            return toeplitz_prefix_error(f, T)
+        return f.prefix_error
+    if isinstance(f, ToeplitzCorrelation):
+        return toeplitz_workload_error(f, A)
+    return float(np.sum((A @ f.decoder) ** 2))
+
+
+def workload_matrix(
+    workload: str,
+    T: int,
+    *,
+    momentum: float = PAPER_COOLDOWN["momentum"],
+    cooldown_fraction: float = PAPER_COOLDOWN["cooldown_fraction"],
+    final_lr_factor: float = PAPER_COOLDOWN["final_lr_factor"],
+) -> np.ndarray | None:
+    """Return the workload ``A`` of :data:`WORKLOADS` (``None`` for ``prefix``: O(T) paths)."""
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload must be one of {WORKLOADS}; got {workload!r}")
+    if workload == "prefix":
+        return None
+    return momentum_cooldown_workload(T, momentum, cooldown_fraction, final_lr_factor)
+
+
 def check_me_solver(
     me_solver: str, T: int, participations: int, separation: int | None, schema: str
 ) -> str:
@@ -198,18 +263,20 @@ def tuned_nu(
     participations: int = 1,
     separation: int | None = None,
     schema: str = "min_sep",
+    workload: np.ndarray | None = None,
 ) -> float:
     r"""Return the ν of ν-DP-FTRL minimising the prefix-sum error (3) at horizon ``T``.
 
     The paper tunes ν this way for StackOverflow (§4, App. G.2); grid search over
     ``grid`` (default 60 log-spaced values in :math:`[10^{-4}, 0.5]`), with the
-    sensitivity of ``participations`` participations ``separation`` apart.
+    sensitivity of ``participations`` participations ``separation`` apart, and the
+    error of ``workload`` (a (T, T) matrix; default the prefix sum).
     """
     grid = np.geomspace(1e-4, 0.5, 60) if grid is None else np.asarray(grid, float)
     errors = []
     for v in grid:
         corr = nu_ftrl(float(v))
-        prefix = toeplitz_prefix_error(corr, T)
+        prefix = _workload_error(corr, T, workload)
         errors.append(_sensitivity_sq(corr, T, participations, separation, schema) * prefix)
     return float(grid[int(np.argmin(errors))])
 
@@ -224,6 +291,11 @@ def table3(
     me_solver: str = "auto",
     me_tol: float = 1e-6,
     me_max_iter: int = 200,
+    me_gap_tol: float = DEFAULT_GAP_TOL,
+    workload: str = "prefix",
+    momentum: float = PAPER_COOLDOWN["momentum"],
+    cooldown_fraction: float = PAPER_COOLDOWN["cooldown_fraction"],
+    final_lr_factor: float = PAPER_COOLDOWN["final_lr_factor"],
 ) -> pd.DataFrame:
     r"""Table 3 with computed sensitivity and prefix-sum error at horizon ``T``.
 
@@ -258,6 +330,21 @@ def table3(
         participation or ``schema="fixed_epoch"`` with T a multiple of b, T <= k b.
     me_tol, me_max_iter
         Relative duality gap and iteration cap of the fixed point.
+    me_gap_tol : float
+        Certificate check of the fixed point (default
+        :data:`~dpreg.estimators.ftrl_me.DEFAULT_GAP_TOL`): a solve whose certified
+        relative gap exceeds it raises
+        :class:`~dpreg.estimators.ftrl_me.MECertificateError` instead of being reported
+        as ME. At least ``me_tol``.
+    workload : {"prefix", "momentum_cooldown"}
+        The error's workload :math:`A` (:data:`WORKLOADS`); every row's error is
+        :math:`\gamma^2\|AB\|_F^2` (column ``prefix_error`` holds
+        :math:`\|AB\|_F^2`), ν is tuned and ME optimised for it, and a non-prefix
+        workload adds the row :data:`ME_PREFIX_VARIANT` (the prefix-sum ME evaluated on
+        it; fixed point only).
+    momentum, cooldown_fraction, final_lr_factor : float
+        Of ``momentum_cooldown`` (defaults: the paper's App. G.1,
+        :data:`~dpreg.estimators.ftrl_workloads.PAPER_COOLDOWN`).
     """
     if (
         isinstance(participations, bool)
@@ -272,22 +359,36 @@ def table3(
         raise ValueError("participations > 1 needs the separation b")
     T = _check_horizon(T, FIXED_POINT_MAX_T)
     solver = check_me_solver(me_solver, T, k, separation, schema)
+    gap_tol = check_gap_tol(me_gap_tol, "me_gap_tol")
+    if gap_tol < me_tol:
+        raise ValueError(f"me_gap_tol (= {gap_tol:g}) must be at least me_tol (= {me_tol:g})")
+    A = workload_matrix(
+        workload,
+        T,
+        momentum=momentum,
+        cooldown_fraction=cooldown_fraction,
+        final_lr_factor=final_lr_factor,
+    )
+    if A is not None and solver != "fixed_point":
+        raise ValueError("workload other than 'prefix' needs me_solver='fixed_point'")
     if nu == "tuned":
-        nu = tuned_nu(T, participations=k, separation=separation, schema=schema)
+        nu = tuned_nu(T, participations=k, separation=separation, schema=schema, workload=A)
     nu = float(nu)
     me_info: dict[str, object] = {"me_solver": solver}
+    sep = None if k == 1 else int(separation)
 
     def build_me() -> MatrixFactorization:
         if solver == "fixed_point":
-            sol = solve_me(
-                T, k, None if k == 1 else int(separation), tol=me_tol, max_iter=me_max_iter
-            )
+            sol = solve_me(T, k, sep, workload=A, tol=me_tol, max_iter=me_max_iter, gap_tol=gap_tol)
+            lower = sol.dual_bound * sol.sensitivity_sq
             me_info.update(
-                me_lower_bound=sol.dual_bound,
+                me_lower_bound=lower,
                 me_relative_gap=sol.relative_gap,
                 me_iterations=sol.iterations,
+                me_certified=sol.relative_gap <= gap_tol,
+                me_gap_tol=gap_tol,
             )
-            return sol.factorization()
+            return sol.factorization(gap_tol)
         f = (
             optimal_factorization(T)
             if k == 1
@@ -303,19 +404,30 @@ def table3(
         "fft": lambda: fft_factorization(T),
         "full_honaker": lambda: tree_aggregation(T, full_honaker=True),
         "optimal": build_me,
+        "optimal_prefix": lambda: solve_me(
+            T, k, sep, tol=me_tol, max_iter=me_max_iter, gap_tol=gap_tol
+        ).factorization(gap_tol),
     }
+    entries = list(TABLE3)
+    if A is not None:
+        entries.append(
+            {
+                **TABLE3[-1],
+                "variant": ME_PREFIX_VARIANT,
+                "builder": "optimal_prefix",
+            }
+        )
     rows = []
     best = None
-    for entry in TABLE3:
+    for entry in entries:
         row = {key: v for key, v in entry.items() if key != "builder"}
         row.update(T=T, participations=k, separation=separation if k > 1 else math.nan)
         row["schema"] = schema if k > 1 else "single"
+        row["workload"] = workload
         builder = str(entry["builder"])
         row["nu"] = nu if builder == "nu_ftrl" else math.nan
         f = builders[builder]()
-        prefix = (
-            toeplitz_prefix_error(f, T) if isinstance(f, ToeplitzCorrelation) else f.prefix_error
-        )
+        prefix = _workload_error(f, T, A)
         sens = _sensitivity_sq(f, T, k, separation, schema)
         row.update(sensitivity_sq=sens, prefix_error=prefix, total_error=sens * prefix, built=True)
         if builder == "optimal":
