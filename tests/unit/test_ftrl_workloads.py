@@ -112,3 +112,31 @@ def test_table3_momentum_needs_the_fixed_point():
         table3(12, me_solver="sdp", workload="momentum_cooldown")
     with pytest.raises(ValueError, match="workload"):
         table3(12, me_solver="fixed_point", workload="adam")
+
+
+def _kind_table(cell):
+    from dpreg.experiments.kinds import get_kind
+
+    kind = get_kind("ftrl_theory_table")
+    kind.validate_cell(cell)
+    runs = kind.run(cell, trials=1, first_trial=0, seed=7, data=None)
+    return kind.summarise(runs, [])
+
+
+def test_kind_and_claims_under_the_momentum_workload():
+    from dpreg.experiments.claims import check_claims
+    from dpreg.experiments.kinds import get_kind
+
+    cell = {"table": "table3", "T": 10, "me_solver": "fixed_point", "workload": "momentum_cooldown"}
+    t = _kind_table(cell)
+    assert set(t["workload"]) == {"momentum_cooldown"} and ME_PREFIX_VARIANT in set(t["variant"])
+    claims = check_claims("choquettechoo2023", {"t": t})["claims"]
+    mine = claims[claims["claim"].str.startswith("ME")]
+    assert len(mine) == 2 and set(mine["passed"]) == {"yes"}  # least error; certified
+    check = get_kind("ftrl_theory_table").validate_cell
+    with pytest.raises(ValueError, match="fixed_point"):
+        check({"table": "table3", "T": 10, "workload": "momentum_cooldown"})
+    with pytest.raises(ValueError, match="me_gap_tol"):
+        check({"table": "table3", "T": 10, "me_tol": 1e-3, "me_gap_tol": 1e-5})
+    with pytest.raises(ValueError, match="momentum"):
+        check({"table": "table3", "T": 10, "me_solver": "fixed_point", "momentum": 1.0})

@@ -362,17 +362,26 @@ class FtrlTheoryTableParams(KindParams):
     me_solver: str = param(
         "auto",
         doc="table3: ME solver, `sdp` (small T), `fixed_point` (large T; one participation or"
-        " `fixed_epoch` with T a multiple of separation, T <= k b) or `auto` (SDP when T is"
-        " small enough)",
+        " `fixed_epoch` with T a multiple of separation, T <= k b), `auto` (SDP when T is"
+        " small enough) or `banded` (`min_sep` at any T: banded encoders, an upper bound on ME)",
         check=choice(*ME_SOLVERS),
     )
     me_tol: float = param(
         1e-6,
-        doc="table3: relative duality gap at which the fixed-point ME solver stops",
+        doc="table3: relative duality gap at which the fixed-point ME solver stops (`banded`:"
+        " L-BFGS relative tolerance on the objective)",
         check=open_interval(0, 1),
     )
     me_max_iter: int = param(
-        200, doc="table3: iteration cap of the fixed-point ME solver", check=positive_integer
+        200,
+        doc="table3: iteration cap of the fixed-point ME solver (`banded`: L-BFGS iterations)",
+        check=positive_integer,
+    )
+    me_bands: int | None = param(
+        None,
+        doc="table3, `me_solver: banded`: bands p <= separation of the banded encoder (default"
+        " separation)",
+        check=positive_integer,
     )
     me_gap_tol: float = param(
         1e-4,
@@ -416,6 +425,8 @@ def _table_params(cell: Mapping[str, Any]) -> FtrlTheoryTableParams:
             solver = check_me_solver(P.me_solver, int(P.T), k, P.separation, P.schema)
         except ValueError as err:
             raise ValueError(f"{P.kind}: table3: {err}") from None
+        if P.me_bands is not None and (solver != "banded" or P.me_bands > (P.separation or 0)):
+            raise ValueError(f"{P.kind}: table3: me_bands needs me_solver: banded, <= separation")
         if P.me_gap_tol < P.me_tol:
             raise ValueError(f"{P.kind}: table3: me_gap_tol must be at least me_tol")
         if P.workload != "prefix" and solver != "fixed_point":
@@ -468,6 +479,7 @@ def run_theory_table(
             momentum=float(P.momentum),
             cooldown_fraction=float(P.cooldown_fraction),
             final_lr_factor=float(P.final_lr_factor),
+            me_bands=None if P.me_bands is None else int(P.me_bands),
         )
     elif which == "table4":
         out = theory.table4(

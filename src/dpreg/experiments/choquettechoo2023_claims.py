@@ -33,6 +33,7 @@ import pandas as pd
 
 from dpreg.experiments.choquettechoo2023 import FIG2_PAPER_SLOPES
 from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row
+from dpreg.theory.ftrl_table3 import BANDED_VARIANT
 
 FIG1_REFERENCE = {1e-4: 0.00258, 1e-3: 0.0164, 1e-2: 0.0909, 0.1: 0.400, 0.5: 0.864}
 
@@ -148,10 +149,14 @@ def _tables(name: str, t: pd.DataFrame) -> list[dict[str, object]]:
     elif which == "table3":
         built = t[t["built"].astype(bool)].set_index("variant")["total_error"]
         best = float(built.min())
-        me = float(built.get("Multi-Epoch (ME)", math.nan))
+        banded = BANDED_VARIANT in built.index
+        me = float(built.get(BANDED_VARIANT if banded else "Multi-Epoch (ME)", math.nan))
         rows.append(
             claim_row(
-                "ME (optimal factorization) has the least prefix-sum error",
+                "banded ME (an upper bound on the min-sep ME optimum) has the least error (3)"
+                " among the built rows"
+                if banded
+                else "ME (optimal factorization) has the least prefix-sum error",
                 "Table 3 / §4",
                 name,
                 "ME / best built",
@@ -185,7 +190,7 @@ def _tables(name: str, t: pd.DataFrame) -> list[dict[str, object]]:
                 "nu-DP-FTRL has the least error (3) among anytime mechanisms",
                 "Table 3, Fig. 4 caption (proxy)",
                 name,
-                "nu-DP-FTRL / ME",
+                "nu-DP-FTRL / banded ME" if banded else "nu-DP-FTRL / ME",
                 anytime.loc["nu-DP-FTRL", "total_error"] / me,
                 "smallest error among anytime variants",
                 nu_best,

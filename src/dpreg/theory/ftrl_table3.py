@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from dpreg.estimators.ftrl_banded import solve_banded_me
 from dpreg.estimators.ftrl_correlations import (
     ToeplitzCorrelation,
     independent,
@@ -33,6 +34,7 @@ from dpreg.estimators.ftrl_workloads import PAPER_COOLDOWN, momentum_cooldown_wo
 from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS, multi_participation_sensitivity_sq
 
 __all__ = [
+    "BANDED_VARIANT",
     "ME_SOLVERS",
     "PAPER_ME_COST",
     "TABLE3",
@@ -52,10 +54,15 @@ workload of the paper's CIFAR-10 runs, App. G.1)."""
 ME_PREFIX_VARIANT = "ME (prefix-sum workload)"
 """Extra row under a non-prefix workload: the prefix-sum ME evaluated on that workload."""
 
-ME_SOLVERS: tuple[str, ...] = ("auto", "sdp", "fixed_point")
+ME_SOLVERS: tuple[str, ...] = ("auto", "sdp", "fixed_point", "banded")
 """How ME is computed: ``sdp`` (cvxpy, small T), ``fixed_point``
-(:func:`~dpreg.estimators.ftrl_me.solve_me`, large T) or ``auto`` (SDP up to
-:data:`SDP_MAX_T`, the fixed point above)."""
+(:func:`~dpreg.estimators.ftrl_me.solve_me`, large T), ``auto`` (SDP up to
+:data:`SDP_MAX_T`, the fixed point above) or ``banded``
+(:func:`~dpreg.estimators.ftrl_banded.solve_banded_me`, ``min_sep`` at any T: an upper
+bound on the ME optimum, row :data:`BANDED_VARIANT`)."""
+
+BANDED_VARIANT = "banded ME (upper bound on the min-sep optimum)"
+"""Label of the ME row when ``me_solver="banded"``: not the exact ME."""
 
 SDP_MAX_T = {1: 128, 2: 64}
 """Largest T of the ME SDPs (one participation; several)."""
@@ -241,6 +248,14 @@ def check_me_solver(
             f"T = {T} > {sdp_max}: the ME SDP is for small T (participations={k});"
             " use me_solver='fixed_point'"
         )
+    if me_solver == "banded":
+        if k == 1 or schema != "min_sep":
+            raise ValueError(
+                "me_solver='banded' is for min_sep participation (participations > 1,"
+                " schema='min_sep')"
+            )
+        if T > FIXED_POINT_MAX_T:
+            raise ValueError(f"T = {T} > {FIXED_POINT_MAX_T} for the banded ME solver")
     if me_solver == "fixed_point":
         if T > FIXED_POINT_MAX_T:
             raise ValueError(f"T = {T} > {FIXED_POINT_MAX_T} for the fixed-point ME solver")
@@ -296,6 +311,7 @@ def table3(
     momentum: float = PAPER_COOLDOWN["momentum"],
     cooldown_fraction: float = PAPER_COOLDOWN["cooldown_fraction"],
     final_lr_factor: float = PAPER_COOLDOWN["final_lr_factor"],
+    me_bands: int | None = None,
 ) -> pd.DataFrame:
     r"""Table 3 with computed sensitivity and prefix-sum error at horizon ``T``.
 
@@ -345,6 +361,13 @@ def table3(
     momentum, cooldown_fraction, final_lr_factor : float
         Of ``momentum_cooldown`` (defaults: the paper's App. G.1,
         :data:`~dpreg.estimators.ftrl_workloads.PAPER_COOLDOWN`).
+    me_bands : int, optional
+        ``me_solver="banded"``: bands of :math:`C` (at most, and by default, ``b``); the
+        ME row is then :data:`BANDED_VARIANT` (``me_max_iter`` L-BFGS iterations,
+        ``me_tol`` its relative tolerance on the objective), an
+        upper bound on the ``min_sep`` optimum. Rows whose ``min_sep`` sensitivity needs
+        the brute force over patterns (TreeAgg, FFT, Full Honaker) are not built above
+        ``T = 64`` (``built = False``, error NaN).
     """
     if (
         isinstance(participations, bool)
@@ -369,6 +392,8 @@ def table3(
         cooldown_fraction=cooldown_fraction,
         final_lr_factor=final_lr_factor,
     )
+    if me_bands is not None and solver != "banded":
+        raise ValueError("me_bands is for me_solver='banded'")
     if A is not None and solver != "fixed_point":
         raise ValueError("workload other than 'prefix' needs me_solver='fixed_point'")
     if nu == "tuned":
@@ -378,6 +403,16 @@ def table3(
     sep = None if k == 1 else int(separation)
 
     def build_me() -> MatrixFactorization:
+        if solver == "banded":
+            sol = solve_banded_me(
+                T, k, int(separation), bands=me_bands, max_iter=me_max_iter, tol=me_tol
+            )
+            me_info.update(
+                me_bands=sol.bands,
+                me_iterations=sol.iterations,
+                me_banded_toeplitz_error=sol.warm_start_error,
+            )
+            return sol.factorization()
         if solver == "fixed_point":
             sol = solve_me(T, k, sep, workload=A, tol=me_tol, max_iter=me_max_iter, gap_tol=gap_tol)
             lower = sol.dual_bound * sol.sensitivity_sq
@@ -417,6 +452,8 @@ def table3(
                 "builder": "optimal_prefix",
             }
         )
+    # min_sep sensitivity of a non-Toeplitz matrix: brute force over patterns, small T only
+    skip_matrix = k > 1 and schema == "min_sep" and T > SDP_MAX_T[2]
     rows = []
     best = None
     for entry in entries:
@@ -426,6 +463,19 @@ def table3(
         row["workload"] = workload
         builder = str(entry["builder"])
         row["nu"] = nu if builder == "nu_ftrl" else math.nan
+        if builder == "optimal" and solver == "banded":
+            row.update(
+                variant=BANDED_VARIANT,
+                citation="banded class (not in the paper; docs deviation 20)",
+                matrix="Banded (<= b bands) & LT",
+                generation_cost="L-BFGS, O(T^3) per iteration",
+            )
+        if skip_matrix and builder in ("tree", "fft", "full_honaker"):
+            row.update(
+                sensitivity_sq=math.nan, prefix_error=math.nan, total_error=math.nan, built=False
+            )
+            rows.append(row)
+            continue
         f = builders[builder]()
         prefix = _workload_error(f, T, A)
         sens = _sensitivity_sq(f, T, k, separation, schema)
@@ -433,7 +483,7 @@ def table3(
         if builder == "optimal":
             best = sens * prefix
             row.update(me_info)
-            row["paper_quoted"] = PAPER_ME_COST
+            row["paper_quoted"] = PAPER_ME_COST if solver != "banded" else math.nan
         rows.append(row)
     out = pd.DataFrame(rows)
     out["relative_to_optimal"] = out["total_error"] / best
