@@ -177,3 +177,18 @@ def test_kind_and_claims_with_the_banded_row():
         kind.validate_cell({**cell, "me_bands": 5})
     with pytest.raises(ValueError, match="min_sep"):
         kind.validate_cell({**cell, "schema": "fixed_epoch"})
+
+
+def test_banded_claim_fails_on_a_synthetic_table():
+    from dpreg.experiments.claims import check_claims
+
+    t = table3(8, nu=0.05, participations=2, separation=4, schema="min_sep", me_solver="banded")
+    t.insert(0, "table", "table3")  # as the kind writes it
+    bad = t.copy()
+    # a banded row worse than DP-SGD: the claim must say so
+    sgd = float(bad.loc[bad["variant"] == "DP-SGD", "total_error"].iloc[0])
+    bad.loc[bad["variant"] == BANDED_VARIANT, "total_error"] = 2 * sgd
+    out = check_claims("choquettechoo2023", {"t": bad})["claims"]
+    assert list(out[out["claim"].str.startswith("banded ME")]["passed"]) == ["NO"]
+    out = check_claims("choquettechoo2023", {"t": t})["claims"]
+    assert list(out[out["claim"].str.startswith("banded ME")]["passed"]) == ["yes"]

@@ -140,3 +140,18 @@ def test_kind_and_claims_under_the_momentum_workload():
         check({"table": "table3", "T": 10, "me_tol": 1e-3, "me_gap_tol": 1e-5})
     with pytest.raises(ValueError, match="momentum"):
         check({"table": "table3", "T": 10, "me_solver": "fixed_point", "momentum": 1.0})
+
+
+def test_certificate_claim_fails_on_a_synthetic_uncertified_table():
+    from dpreg.experiments.claims import check_claims
+
+    t = table3(8, nu=0.05, me_solver="fixed_point", me_tol=1e-8)
+    t.insert(0, "table", "table3")  # as the kind writes it
+    ok = check_claims("choquettechoo2023", {"t": t})["claims"]
+    cert = ok[ok["claim"].str.startswith("ME is certified")]
+    assert list(cert["passed"]) == ["yes"]
+    bad = t.copy()
+    bad.loc[bad["variant"] == "Multi-Epoch (ME)", "me_relative_gap"] = 1e-2  # > me_gap_tol
+    out = check_claims("choquettechoo2023", {"t": bad})["claims"]
+    cert = out[out["claim"].str.startswith("ME is certified")]
+    assert list(cert["passed"]) == ["NO"]
