@@ -221,3 +221,24 @@ def test_gap_tol_is_validated(bad):
 def test_gap_tol_below_tol_is_refused():
     with pytest.raises(ValueError, match="me_gap_tol"):
         table3(8, me_solver="fixed_point", me_tol=1e-3, me_gap_tol=1e-5)
+
+
+@pytest.mark.parametrize(("k", "b"), [(1, None)])
+def test_relaxation_reaches_the_same_certified_optimum(k, b):
+    from dpreg.estimators.ftrl_workloads import momentum_cooldown_workload
+
+    A = momentum_cooldown_workload(12)
+    plain = solve_me(12, k, b, workload=A, tol=1e-8, max_iter=5000)
+    fast = solve_me(12, k, b, workload=A, tol=1e-8, max_iter=5000, relaxation=2.5)
+    assert fast.relative_gap <= 1e-8
+    assert fast.objective == pytest.approx(plain.objective, rel=2e-8)
+    assert fast.dual_bound <= plain.objective * (1 + 1e-12)
+    assert fast.iterations < plain.iterations
+
+
+@pytest.mark.parametrize("bad", [0.5, 4.5, True, "2"])
+def test_relaxation_is_validated(bad):
+    with pytest.raises(ValueError, match="relaxation"):
+        solve_me(8, relaxation=bad)
+    with pytest.raises(ValueError, match="one participation"):
+        solve_me(12, 3, 4, relaxation=2.0)

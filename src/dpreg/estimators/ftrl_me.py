@@ -227,6 +227,7 @@ def solve_me(
     tol: float = 1e-6,
     max_iter: int = 500,
     gap_tol: float | None = DEFAULT_GAP_TOL,
+    relaxation: float = 1.0,
 ) -> MESolution:
     r"""Error-optimal ME factorization for large ``T`` (fixed point with a duality gap).
 
@@ -253,6 +254,15 @@ def solve_me(
         Stop when ``(objective - dual_bound) / objective <= tol``; in (0, 1).
     max_iter : int
         At most this many eigendecompositions of a T x T matrix.
+    relaxation : float
+        Over-relaxation :math:`\omega \in [1, 4]` of the update,
+        :math:`H_g \leftarrow H_g^{1/2}(D_g^{-1/2}X^\star_{gg}D_g^{-1/2})^{\omega}
+        H_g^{1/2}` (singletons: :math:`\lambda_i \leftarrow \lambda_i
+        (X^\star_{ii})^\omega`); 1 is Denisov et al.'s iteration. The certificate does
+        not depend on it (any :math:`H` gives a dual bound and a feasible point); about
+        :math:`\omega` times fewer iterations where the plain iteration is slow (the
+        momentum workload: 579 -> 193 iterations at T = 250 with 3), divergent above ~4.
+        One participation only (``k = 1``).
     gap_tol : float or None
         Certificate check (default :data:`DEFAULT_GAP_TOL`): raise
         :class:`MECertificateError` when the returned point's certified relative gap
@@ -283,6 +293,18 @@ def solve_me(
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
     if gap_tol is not None:
         gap_tol = check_gap_tol(gap_tol)
+    if (
+        isinstance(relaxation, bool)
+        or not isinstance(relaxation, float | int)
+        or not 1 <= relaxation <= 4
+    ):
+        raise ValueError(f"relaxation must be in [1, 4]; got {relaxation!r}")
+    relaxation = float(relaxation)
+    if relaxation != 1.0 and k > 1:
+        raise ValueError(
+            "relaxation != 1 is for one participation only (with fixed-epoch blocks the"
+            " relaxed update can stall; the certificate check then fails)"
+        )
     A = prefix_matrix(T) if workload is None else np.asarray(workload, dtype=np.float64)
     if A.shape != (T, T) or not np.all(np.isfinite(A)):
         raise ValueError(f"workload must be a finite ({T}, {T}) matrix")
@@ -328,7 +350,10 @@ def solve_me(
             break
         Dm = 1.0 / np.sqrt(d)
         Hh = _sym_pow(H, 0.5)
-        H = Hh @ (Dm[:, :, None] * Xb * Dm[:, None, :]) @ Hh
+        step = Dm[:, :, None] * Xb * Dm[:, None, :]
+        if relaxation != 1.0:
+            step = _sym_pow(0.5 * (step + np.swapaxes(step, 1, 2)), relaxation)
+        H = Hh @ step @ Hh
         H = 0.5 * (H + np.swapaxes(H, 1, 2))
         d = d * np.diagonal(H, axis1=1, axis2=2)
         d = d / d.sum(axis=1, keepdims=True)

@@ -302,6 +302,14 @@ _UNIT_RIGHT_OPEN = _unit_right_open
 _UNIT_CLOSED = _unit_closed
 
 
+def _relaxation(value: Any) -> str | None:
+    return None if 1 <= value <= 4 else "must lie in [1, 4]"
+
+
+_relaxation.text = "in [1, 4]"  # type: ignore[attr-defined]
+_RELAXATION = _relaxation
+
+
 @dataclass(frozen=True)
 class FtrlTheoryTableParams(KindParams):
     """Cell keys of ``ftrl_theory_table`` (Tables 1-4); each table reads some of them."""
@@ -383,6 +391,13 @@ class FtrlTheoryTableParams(KindParams):
         " separation)",
         check=positive_integer,
     )
+    me_relaxation: float = param(
+        1.0,
+        doc="table3: over-relaxation omega in [1, 4] of the fixed point (1: Denisov et al.'s"
+        " iteration; ~3 needs ~3x fewer iterations on the momentum workload; one participation"
+        " only)",
+        check=_RELAXATION,
+    )
     me_gap_tol: float = param(
         1e-4,
         doc="table3: largest certified relative gap at which the fixed point is reported as ME"
@@ -427,6 +442,8 @@ def _table_params(cell: Mapping[str, Any]) -> FtrlTheoryTableParams:
             raise ValueError(f"{P.kind}: table3: {err}") from None
         if P.me_bands is not None and (solver != "banded" or P.me_bands > (P.separation or 0)):
             raise ValueError(f"{P.kind}: table3: me_bands needs me_solver: banded, <= separation")
+        if P.me_relaxation != 1 and k > 1:
+            raise ValueError(f"{P.kind}: table3: me_relaxation != 1 needs participations: 1")
         if P.me_gap_tol < P.me_tol:
             raise ValueError(f"{P.kind}: table3: me_gap_tol must be at least me_tol")
         if P.workload != "prefix" and solver != "fixed_point":
@@ -480,6 +497,7 @@ def run_theory_table(
             cooldown_fraction=float(P.cooldown_fraction),
             final_lr_factor=float(P.final_lr_factor),
             me_bands=None if P.me_bands is None else int(P.me_bands),
+            me_relaxation=float(P.me_relaxation),
         )
     elif which == "table4":
         out = theory.table4(
