@@ -14,7 +14,12 @@ from dpreg.estimators.ftrl_factorizations import (
     prefix_matrix,
     toeplitz_factorization,
 )
-from dpreg.estimators.ftrl_me import fixed_epoch_groups, solve_me
+from dpreg.estimators.ftrl_me import (
+    DEFAULT_GAP_TOL,
+    MECertificateError,
+    fixed_epoch_groups,
+    solve_me,
+)
 from dpreg.privacy.correlated import matrix_sensitivity, multi_participation_sensitivity_sq
 from dpreg.theory.ftrl_table3 import table3, toeplitz_prefix_error
 
@@ -72,7 +77,7 @@ def test_structure_of_the_solution():
 
 
 def test_stops_at_max_iter_with_a_certified_gap():
-    sol = solve_me(24, tol=1e-12, max_iter=3)
+    sol = solve_me(24, tol=1e-12, max_iter=3, gap_tol=None)
     assert sol.iterations == 3 and not sol.converged
     assert 0 < sol.relative_gap < 1
     assert sol.dual_bound <= optimal_factorization(24).total_error * (1 + SDP_SLACK)
@@ -168,3 +173,72 @@ def test_certified_at_a_larger_horizon():
     single_f = single.factorization()
     single_multi = multi_participation_sensitivity_sq(single_f.encoder, 4, 64, schema="fixed_epoch")
     assert sol.total_error <= single_multi * single_f.prefix_error * (1 + 1e-6)
+
+
+def test_a_truncated_solve_is_refused_by_default():
+    # one iteration cannot close the gap: solve_me itself refuses to return it as ME
+    with pytest.raises(MECertificateError, match="not certified: relative gap"):
+        solve_me(24, max_iter=1)
+    with pytest.raises(MECertificateError, match="gap_tol"):
+        solve_me(12, 3, 4, max_iter=1)
+    # the raw point (gap_tol=None) cannot become a mechanism without its certificate
+    raw = solve_me(24, max_iter=1, gap_tol=None)
+    assert raw.relative_gap > DEFAULT_GAP_TOL
+    with pytest.raises(MECertificateError):
+        raw.factorization()
+    with pytest.raises(MECertificateError):
+        raw.require_certificate()
+    assert raw.factorization(gap_tol=None).T == 24  # diagnostics only
+    # table3 (library and workflow path) propagates the refusal
+    with pytest.raises(MECertificateError):
+        table3(24, me_solver="fixed_point", me_max_iter=1)
+
+
+def test_a_converged_solve_passes_the_check():
+    sol = solve_me(24, tol=1e-8)
+    assert sol.require_certificate(1e-6) is sol
+    assert sol.factorization().total_error == pytest.approx(sol.total_error, rel=1e-9)
+    # the check is on the certified gap, not on `converged`: a cap reached after the gap
+    # closed below gap_tol is accepted, one above it is not
+    loose = solve_me(24, tol=1e-12, max_iter=40, gap_tol=None)
+    assert not loose.converged
+    assert loose.require_certificate(max(loose.relative_gap, 1e-12) * 2) is loose
+    with pytest.raises(MECertificateError):
+        loose.require_certificate(loose.relative_gap / 2)
+    row = table3(24, me_solver="fixed_point", me_tol=1e-8).set_index("variant")
+    assert bool(row.loc["Multi-Epoch (ME)", "me_certified"])
+    assert row.loc["Multi-Epoch (ME)", "me_relative_gap"] <= 1e-8
+
+
+@pytest.mark.parametrize("bad", [0, 1, -1e-3, 2.0, True, "x"])
+def test_gap_tol_is_validated(bad):
+    with pytest.raises(ValueError, match="gap_tol"):
+        solve_me(8, gap_tol=bad)
+    with pytest.raises(ValueError, match="me_gap_tol"):
+        table3(8, me_solver="fixed_point", me_gap_tol=bad)
+
+
+def test_gap_tol_below_tol_is_refused():
+    with pytest.raises(ValueError, match="me_gap_tol"):
+        table3(8, me_solver="fixed_point", me_tol=1e-3, me_gap_tol=1e-5)
+
+
+@pytest.mark.parametrize(("k", "b"), [(1, None)])
+def test_relaxation_reaches_the_same_certified_optimum(k, b):
+    from dpreg.estimators.ftrl_workloads import momentum_cooldown_workload
+
+    A = momentum_cooldown_workload(12)
+    plain = solve_me(12, k, b, workload=A, tol=1e-8, max_iter=5000)
+    fast = solve_me(12, k, b, workload=A, tol=1e-8, max_iter=5000, relaxation=2.5)
+    assert fast.relative_gap <= 1e-8
+    assert fast.objective == pytest.approx(plain.objective, rel=2e-8)
+    assert fast.dual_bound <= plain.objective * (1 + 1e-12)
+    assert fast.iterations < plain.iterations
+
+
+@pytest.mark.parametrize("bad", [0.5, 4.5, True, "2"])
+def test_relaxation_is_validated(bad):
+    with pytest.raises(ValueError, match="relaxation"):
+        solve_me(8, relaxation=bad)
+    with pytest.raises(ValueError, match="one participation"):
+        solve_me(12, 3, 4, relaxation=2.0)

@@ -60,7 +60,7 @@ from dpreg.experiments.study_kind import StudyKind
 from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS
 from dpreg.theory import ftrl as theory
 from dpreg.theory import ftrl_finite_time, ftrl_socp
-from dpreg.theory.ftrl_table3 import ME_SOLVERS, check_me_solver
+from dpreg.theory.ftrl_table3 import ME_SOLVERS, WORKLOADS, check_me_solver
 
 __all__ = [
     "FIG2_PAPER_SLOPES",
@@ -288,6 +288,28 @@ MEAN_RATIO = StudyKind(
 TABLES = ("table1", "table2", "table3", "table4")
 
 
+def _unit_right_open(value: Any) -> str | None:
+    return None if 0 <= value < 1 else "must lie in [0, 1)"
+
+
+def _unit_closed(value: Any) -> str | None:
+    return None if 0 <= value <= 1 else "must lie in [0, 1]"
+
+
+_unit_right_open.text = "in [0, 1)"  # type: ignore[attr-defined]
+_unit_closed.text = "in [0, 1]"  # type: ignore[attr-defined]
+_UNIT_RIGHT_OPEN = _unit_right_open
+_UNIT_CLOSED = _unit_closed
+
+
+def _relaxation(value: Any) -> str | None:
+    return None if 1 <= value <= 4 else "must lie in [1, 4]"
+
+
+_relaxation.text = "in [1, 4]"  # type: ignore[attr-defined]
+_RELAXATION = _relaxation
+
+
 @dataclass(frozen=True)
 class FtrlTheoryTableParams(KindParams):
     """Cell keys of ``ftrl_theory_table`` (Tables 1-4); each table reads some of them."""
@@ -348,17 +370,63 @@ class FtrlTheoryTableParams(KindParams):
     me_solver: str = param(
         "auto",
         doc="table3: ME solver, `sdp` (small T), `fixed_point` (large T; one participation or"
-        " `fixed_epoch` with T a multiple of separation, T <= k b) or `auto` (SDP when T is"
-        " small enough)",
+        " `fixed_epoch` with T a multiple of separation, T <= k b), `auto` (SDP when T is"
+        " small enough) or `banded` (`min_sep` at any T: banded encoders, an upper bound on ME)",
         check=choice(*ME_SOLVERS),
     )
     me_tol: float = param(
         1e-6,
-        doc="table3: relative duality gap at which the fixed-point ME solver stops",
+        doc="table3: relative duality gap at which the fixed-point ME solver stops (`banded`:"
+        " L-BFGS relative tolerance on the objective)",
         check=open_interval(0, 1),
     )
     me_max_iter: int = param(
-        200, doc="table3: iteration cap of the fixed-point ME solver", check=positive_integer
+        200,
+        doc="table3: iteration cap of the fixed-point ME solver (`banded`: L-BFGS iterations)",
+        check=positive_integer,
+    )
+    me_bands: int | None = param(
+        None,
+        doc="table3, `me_solver: banded`: bands p <= separation of the banded encoder (default"
+        " separation)",
+        check=positive_integer,
+    )
+    me_relaxation: float = param(
+        1.0,
+        doc="table3: over-relaxation omega in [1, 4] of the fixed point (1: Denisov et al.'s"
+        " iteration; ~3 needs ~3x fewer iterations on the momentum workload; one participation"
+        " only)",
+        check=_RELAXATION,
+    )
+    me_gap_tol: float = param(
+        1e-4,
+        doc="table3: largest certified relative gap at which the fixed point is reported as ME"
+        " (a larger gap fails the job: an unconverged solve is never reported as ME); at least"
+        " `me_tol`",
+        check=open_interval(0, 1),
+    )
+    workload: str = param(
+        "prefix",
+        doc="table3: workload A of the error, `prefix` (Eq. 3) or `momentum_cooldown` (SGD with"
+        " momentum and a linear learning-rate cooldown, App. G.1; needs `me_solver:"
+        " fixed_point`)",
+        check=choice(*WORKLOADS),
+    )
+    momentum: float = param(
+        0.95,
+        doc="table3, `momentum_cooldown`: momentum beta in [0, 1)",
+        check=_UNIT_RIGHT_OPEN,
+    )
+    cooldown_fraction: float = param(
+        0.25,
+        doc="table3, `momentum_cooldown`: fraction of the last steps with a linear learning-rate"
+        " decay (paper: 500 of 2000)",
+        check=_UNIT_CLOSED,
+    )
+    final_lr_factor: float = param(
+        0.05,
+        doc="table3, `momentum_cooldown`: learning rate at the last step relative to the initial",
+        check=half_open_interval(0, 1),
     )
 
 
@@ -369,9 +437,19 @@ def _table_params(cell: Mapping[str, Any]) -> FtrlTheoryTableParams:
         if k > 1 and P.separation is None:
             raise ValueError(f"{P.kind}: participations={k} > 1 needs separation")
         try:
-            check_me_solver(P.me_solver, int(P.T), k, P.separation, P.schema)
+            solver = check_me_solver(P.me_solver, int(P.T), k, P.separation, P.schema)
         except ValueError as err:
             raise ValueError(f"{P.kind}: table3: {err}") from None
+        if P.me_bands is not None and (solver != "banded" or P.me_bands > (P.separation or 0)):
+            raise ValueError(f"{P.kind}: table3: me_bands needs me_solver: banded, <= separation")
+        if P.me_relaxation != 1 and k > 1:
+            raise ValueError(f"{P.kind}: table3: me_relaxation != 1 needs participations: 1")
+        if P.me_gap_tol < P.me_tol:
+            raise ValueError(f"{P.kind}: table3: me_gap_tol must be at least me_tol")
+        if P.workload != "prefix" and solver != "fixed_point":
+            raise ValueError(
+                f"{P.kind}: table3: workload {P.workload!r} needs me_solver: fixed_point"
+            )
     return P
 
 
@@ -413,6 +491,13 @@ def run_theory_table(
             me_solver=P.me_solver,
             me_tol=float(P.me_tol),
             me_max_iter=int(P.me_max_iter),
+            me_gap_tol=float(P.me_gap_tol),
+            workload=P.workload,
+            momentum=float(P.momentum),
+            cooldown_fraction=float(P.cooldown_fraction),
+            final_lr_factor=float(P.final_lr_factor),
+            me_bands=None if P.me_bands is None else int(P.me_bands),
+            me_relaxation=float(P.me_relaxation),
         )
     elif which == "table4":
         out = theory.table4(

@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from dpreg.estimators.ftrl_banded import solve_banded_me
 from dpreg.estimators.ftrl_correlations import (
     ToeplitzCorrelation,
     independent,
@@ -28,23 +29,40 @@ from dpreg.estimators.ftrl_factorizations import (
     optimal_multi_participation_factorization,
     tree_aggregation,
 )
-from dpreg.estimators.ftrl_me import solve_me
+from dpreg.estimators.ftrl_me import DEFAULT_GAP_TOL, check_gap_tol, solve_me
+from dpreg.estimators.ftrl_workloads import PAPER_COOLDOWN, momentum_cooldown_workload
 from dpreg.privacy.correlated import PARTICIPATION_SCHEMAS, multi_participation_sensitivity_sq
 
 __all__ = [
+    "BANDED_VARIANT",
     "ME_SOLVERS",
     "PAPER_ME_COST",
     "TABLE3",
+    "WORKLOADS",
     "check_me_solver",
     "table3",
     "toeplitz_prefix_error",
+    "toeplitz_workload_error",
     "tuned_nu",
 ]
 
-ME_SOLVERS: tuple[str, ...] = ("auto", "sdp", "fixed_point")
+WORKLOADS: tuple[str, ...] = ("prefix", "momentum_cooldown")
+"""Workload of the error: ``prefix`` (Eq. 3, Table 3) or ``momentum_cooldown``
+(:func:`~dpreg.estimators.ftrl_workloads.momentum_cooldown_workload`, the training
+workload of the paper's CIFAR-10 runs, App. G.1)."""
+
+ME_PREFIX_VARIANT = "ME (prefix-sum workload)"
+"""Extra row under a non-prefix workload: the prefix-sum ME evaluated on that workload."""
+
+ME_SOLVERS: tuple[str, ...] = ("auto", "sdp", "fixed_point", "banded")
 """How ME is computed: ``sdp`` (cvxpy, small T), ``fixed_point``
-(:func:`~dpreg.estimators.ftrl_me.solve_me`, large T) or ``auto`` (SDP up to
-:data:`SDP_MAX_T`, the fixed point above)."""
+(:func:`~dpreg.estimators.ftrl_me.solve_me`, large T), ``auto`` (SDP up to
+:data:`SDP_MAX_T`, the fixed point above) or ``banded``
+(:func:`~dpreg.estimators.ftrl_banded.solve_banded_me`, ``min_sep`` at any T: an upper
+bound on the ME optimum, row :data:`BANDED_VARIANT`)."""
+
+BANDED_VARIANT = "banded ME (upper bound on the min-sep optimum)"
+"""Label of the ME row when ``me_solver="banded"``: not the exact ME."""
 
 SDP_MAX_T = {1: 128, 2: 64}
 """Largest T of the ME SDPs (one participation; several)."""
@@ -161,6 +179,60 @@ def toeplitz_prefix_error(correlation: ToeplitzCorrelation, T: int) -> float:
     return float(np.sum((T - np.arange(T)) * partial**2))
 
 
+def toeplitz_workload_error(correlation: ToeplitzCorrelation, A: np.ndarray) -> float:
+    r"""Return :math:`\|AB\|_F^2` for a Toeplitz decoder :math:`B` and any workload ``A``.
+
+    :math:`(AB)_{t\tau} = \sum_s A_{ts}\beta_{s-\tau}`, a correlation of each row of
+    ``A`` with :math:`\beta`, computed for all rows by FFT (O(T^2 log T)).
+
+    Examples
+    --------
+    >>> from dpreg.estimators.ftrl_factorizations import prefix_matrix
+    >>> T = 6
+    >>> bool(np.isclose(toeplitz_workload_error(nu_ftrl(0.1), prefix_matrix(T)),
+    ...                 toeplitz_prefix_error(nu_ftrl(0.1), T)))
+    True
+    """
+    from scipy.signal import fftconvolve
+
+    A = np.asarray(A, dtype=np.float64)
+    T = A.shape[1]
+    beta = correlation.coefficients(T)
+    full = fftconvolve(A[:, ::-1], beta[None, :], axes=1)  # index T-1-tau
+    return float(np.sum(full[:, :T] ** 2))
+
+
+def _workload_error(
+    f: MatrixFactorization | FFTFactorization | ToeplitzCorrelation,
+    T: int,
+    A: np.ndarray | None,
+) -> float:
+    """||AB||_F^2 of any mechanism (``A=None``: the prefix-sum workload)."""
+    if A is None:
+        if isinstance(f, ToeplitzCorrelation):
+            return toeplitz_prefix_error(f, T)
+        return f.prefix_error
+    if isinstance(f, ToeplitzCorrelation):
+        return toeplitz_workload_error(f, A)
+    return float(np.sum((A @ f.decoder) ** 2))
+
+
+def workload_matrix(
+    workload: str,
+    T: int,
+    *,
+    momentum: float = PAPER_COOLDOWN["momentum"],
+    cooldown_fraction: float = PAPER_COOLDOWN["cooldown_fraction"],
+    final_lr_factor: float = PAPER_COOLDOWN["final_lr_factor"],
+) -> np.ndarray | None:
+    """Return the workload ``A`` of :data:`WORKLOADS` (``None`` for ``prefix``: O(T) paths)."""
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload must be one of {WORKLOADS}; got {workload!r}")
+    if workload == "prefix":
+        return None
+    return momentum_cooldown_workload(T, momentum, cooldown_fraction, final_lr_factor)
+
+
 def check_me_solver(
     me_solver: str, T: int, participations: int, separation: int | None, schema: str
 ) -> str:
@@ -176,6 +248,14 @@ def check_me_solver(
             f"T = {T} > {sdp_max}: the ME SDP is for small T (participations={k});"
             " use me_solver='fixed_point'"
         )
+    if me_solver == "banded":
+        if k == 1 or schema != "min_sep":
+            raise ValueError(
+                "me_solver='banded' is for min_sep participation (participations > 1,"
+                " schema='min_sep')"
+            )
+        if T > FIXED_POINT_MAX_T:
+            raise ValueError(f"T = {T} > {FIXED_POINT_MAX_T} for the banded ME solver")
     if me_solver == "fixed_point":
         if T > FIXED_POINT_MAX_T:
             raise ValueError(f"T = {T} > {FIXED_POINT_MAX_T} for the fixed-point ME solver")
@@ -198,18 +278,20 @@ def tuned_nu(
     participations: int = 1,
     separation: int | None = None,
     schema: str = "min_sep",
+    workload: np.ndarray | None = None,
 ) -> float:
     r"""Return the ν of ν-DP-FTRL minimising the prefix-sum error (3) at horizon ``T``.
 
     The paper tunes ν this way for StackOverflow (§4, App. G.2); grid search over
     ``grid`` (default 60 log-spaced values in :math:`[10^{-4}, 0.5]`), with the
-    sensitivity of ``participations`` participations ``separation`` apart.
+    sensitivity of ``participations`` participations ``separation`` apart, and the
+    error of ``workload`` (a (T, T) matrix; default the prefix sum).
     """
     grid = np.geomspace(1e-4, 0.5, 60) if grid is None else np.asarray(grid, float)
     errors = []
     for v in grid:
         corr = nu_ftrl(float(v))
-        prefix = toeplitz_prefix_error(corr, T)
+        prefix = _workload_error(corr, T, workload)
         errors.append(_sensitivity_sq(corr, T, participations, separation, schema) * prefix)
     return float(grid[int(np.argmin(errors))])
 
@@ -224,6 +306,13 @@ def table3(
     me_solver: str = "auto",
     me_tol: float = 1e-6,
     me_max_iter: int = 200,
+    me_gap_tol: float = DEFAULT_GAP_TOL,
+    workload: str = "prefix",
+    momentum: float = PAPER_COOLDOWN["momentum"],
+    cooldown_fraction: float = PAPER_COOLDOWN["cooldown_fraction"],
+    final_lr_factor: float = PAPER_COOLDOWN["final_lr_factor"],
+    me_bands: int | None = None,
+    me_relaxation: float = 1.0,
 ) -> pd.DataFrame:
     r"""Table 3 with computed sensitivity and prefix-sum error at horizon ``T``.
 
@@ -258,6 +347,32 @@ def table3(
         participation or ``schema="fixed_epoch"`` with T a multiple of b, T <= k b.
     me_tol, me_max_iter
         Relative duality gap and iteration cap of the fixed point.
+    me_gap_tol : float
+        Certificate check of the fixed point (default
+        :data:`~dpreg.estimators.ftrl_me.DEFAULT_GAP_TOL`): a solve whose certified
+        relative gap exceeds it raises
+        :class:`~dpreg.estimators.ftrl_me.MECertificateError` instead of being reported
+        as ME. At least ``me_tol``.
+    workload : {"prefix", "momentum_cooldown"}
+        The error's workload :math:`A` (:data:`WORKLOADS`); every row's error is
+        :math:`\gamma^2\|AB\|_F^2` (column ``prefix_error`` holds
+        :math:`\|AB\|_F^2`), ν is tuned and ME optimised for it, and a non-prefix
+        workload adds the row :data:`ME_PREFIX_VARIANT` (the prefix-sum ME evaluated on
+        it; fixed point only).
+    momentum, cooldown_fraction, final_lr_factor : float
+        Of ``momentum_cooldown`` (defaults: the paper's App. G.1,
+        :data:`~dpreg.estimators.ftrl_workloads.PAPER_COOLDOWN`).
+    me_relaxation : float
+        Over-relaxation of the fixed point (``relaxation`` of
+        :func:`~dpreg.estimators.ftrl_me.solve_me`; 1 is Denisov et al.'s iteration; one
+        participation only).
+    me_bands : int, optional
+        ``me_solver="banded"``: bands of :math:`C` (at most, and by default, ``b``); the
+        ME row is then :data:`BANDED_VARIANT` (``me_max_iter`` L-BFGS iterations,
+        ``me_tol`` its relative tolerance on the objective), an
+        upper bound on the ``min_sep`` optimum. Rows whose ``min_sep`` sensitivity needs
+        the brute force over patterns (TreeAgg, FFT, Full Honaker) are not built above
+        ``T = 64`` (``built = False``, error NaN).
     """
     if (
         isinstance(participations, bool)
@@ -272,22 +387,51 @@ def table3(
         raise ValueError("participations > 1 needs the separation b")
     T = _check_horizon(T, FIXED_POINT_MAX_T)
     solver = check_me_solver(me_solver, T, k, separation, schema)
+    gap_tol = check_gap_tol(me_gap_tol, "me_gap_tol")
+    if gap_tol < me_tol:
+        raise ValueError(f"me_gap_tol (= {gap_tol:g}) must be at least me_tol (= {me_tol:g})")
+    A = workload_matrix(
+        workload,
+        T,
+        momentum=momentum,
+        cooldown_fraction=cooldown_fraction,
+        final_lr_factor=final_lr_factor,
+    )
+    if me_bands is not None and solver != "banded":
+        raise ValueError("me_bands is for me_solver='banded'")
+    if A is not None and solver != "fixed_point":
+        raise ValueError("workload other than 'prefix' needs me_solver='fixed_point'")
     if nu == "tuned":
-        nu = tuned_nu(T, participations=k, separation=separation, schema=schema)
+        nu = tuned_nu(T, participations=k, separation=separation, schema=schema, workload=A)
     nu = float(nu)
     me_info: dict[str, object] = {"me_solver": solver}
+    sep = None if k == 1 else int(separation)
+
+    banded_sens: list[float] = []
 
     def build_me() -> MatrixFactorization:
-        if solver == "fixed_point":
-            sol = solve_me(
-                T, k, None if k == 1 else int(separation), tol=me_tol, max_iter=me_max_iter
+        if solver == "banded":
+            sol = solve_banded_me(
+                T, k, int(separation), bands=me_bands, max_iter=me_max_iter, tol=me_tol
             )
+            banded_sens.append(sol.sensitivity_sq)  # exact (dynamic programme)
             me_info.update(
-                me_lower_bound=sol.dual_bound,
-                me_relative_gap=sol.relative_gap,
+                me_bands=sol.bands,
                 me_iterations=sol.iterations,
+                me_banded_toeplitz_error=sol.warm_start_error,
             )
             return sol.factorization()
+        if solver == "fixed_point":
+            sol = solve_me(T, k, sep, workload=A, tol=me_tol, max_iter=me_max_iter, gap_tol=gap_tol)
+            lower = sol.dual_bound * sol.sensitivity_sq
+            me_info.update(
+                me_lower_bound=lower,
+                me_relative_gap=sol.relative_gap,
+                me_iterations=sol.iterations,
+                me_certified=sol.relative_gap <= gap_tol,
+                me_gap_tol=gap_tol,
+            )
+            return sol.factorization(gap_tol)
         f = (
             optimal_factorization(T)
             if k == 1
@@ -303,25 +447,54 @@ def table3(
         "fft": lambda: fft_factorization(T),
         "full_honaker": lambda: tree_aggregation(T, full_honaker=True),
         "optimal": build_me,
+        "optimal_prefix": lambda: solve_me(
+            T, k, sep, tol=me_tol, max_iter=me_max_iter, gap_tol=gap_tol, relaxation=me_relaxation
+        ).factorization(gap_tol),
     }
+    entries = list(TABLE3)
+    if A is not None:
+        entries.append(
+            {
+                **TABLE3[-1],
+                "variant": ME_PREFIX_VARIANT,
+                "builder": "optimal_prefix",
+            }
+        )
+    # min_sep sensitivity of a non-Toeplitz matrix: brute force over patterns, small T only
+    skip_matrix = k > 1 and schema == "min_sep" and T > SDP_MAX_T[2]
     rows = []
     best = None
-    for entry in TABLE3:
+    for entry in entries:
         row = {key: v for key, v in entry.items() if key != "builder"}
         row.update(T=T, participations=k, separation=separation if k > 1 else math.nan)
         row["schema"] = schema if k > 1 else "single"
+        row["workload"] = workload
         builder = str(entry["builder"])
         row["nu"] = nu if builder == "nu_ftrl" else math.nan
+        if builder == "optimal" and solver == "banded":
+            row.update(
+                variant=BANDED_VARIANT,
+                citation="banded class (not in the paper; docs deviation 20)",
+                matrix="Banded (<= b bands) & LT",
+                generation_cost="L-BFGS, O(T^3) per iteration",
+            )
+        if skip_matrix and builder in ("tree", "fft", "full_honaker"):
+            row.update(
+                sensitivity_sq=math.nan, prefix_error=math.nan, total_error=math.nan, built=False
+            )
+            rows.append(row)
+            continue
         f = builders[builder]()
-        prefix = (
-            toeplitz_prefix_error(f, T) if isinstance(f, ToeplitzCorrelation) else f.prefix_error
-        )
-        sens = _sensitivity_sq(f, T, k, separation, schema)
+        prefix = _workload_error(f, T, A)
+        if builder == "optimal" and banded_sens:
+            sens = banded_sens[0]  # the brute force over min_sep patterns is for small T
+        else:
+            sens = _sensitivity_sq(f, T, k, separation, schema)
         row.update(sensitivity_sq=sens, prefix_error=prefix, total_error=sens * prefix, built=True)
         if builder == "optimal":
             best = sens * prefix
             row.update(me_info)
-            row["paper_quoted"] = PAPER_ME_COST
+            row["paper_quoted"] = PAPER_ME_COST if solver != "banded" else math.nan
         rows.append(row)
     out = pd.DataFrame(rows)
     out["relative_to_optimal"] = out["total_error"] / best

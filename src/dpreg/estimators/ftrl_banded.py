@@ -1,0 +1,367 @@
+r"""Banded factorizations for ``min_sep`` participation at large ``T`` (an upper bound on ME).
+
+Under ``min_sep`` participation (at most ``k`` participations, pairwise at least ``b``
+steps apart; deviation 15 of docs/choquettechoo2023.md) the patterns overlap, so the
+block structure of :func:`~dpreg.estimators.ftrl_me.solve_me` does not apply and the
+exact ME SDP stays limited to small ``T``. This module optimises over a smaller class
+in which the sensitivity is exactly computable for any ``T``: lower-triangular encoders
+:math:`C` with ``bands`` :math:`= p \le b` bands (:math:`C_{ij} = 0` unless
+:math:`0 \le i - j < p`), the banded class of Choquette-Choo et al.'s later "amplified
+banded matrix factorization" work (its idea only; no code from it).
+
+**Sensitivity (exact).** Column :math:`j` of a ``p``-banded :math:`C` is supported on
+rows :math:`j, \dots, j+p-1`; two steps of one example are at least :math:`b \ge p`
+apart, so their columns have disjoint supports and
+:math:`\|\sum_{j\in\pi}C_{:,j}g_j^\top\|_F^2 = \sum_{j\in\pi}\|C_{:,j}\|^2\|g_j\|^2`:
+the squared sensitivity is the largest :math:`\sum_{j\in\pi}\|C_{:,j}\|^2` over the
+``min_sep`` patterns :math:`\pi` (:func:`banded_sensitivity_sq`, a dynamic programme in
+O(kT); tested against the brute force
+:func:`~dpreg.privacy.correlated.multi_participation_sensitivity_sq`). With unit columns
+it is :math:`\min(k, \lfloor (T-1)/b\rfloor + 1)`.
+
+**Optimisation.** :func:`solve_banded_me` minimises :math:`\|AC^{-1}\|_F^2` over the
+band entries with the columns normalised to unit norm (the error only falls when a
+column is scaled up, so unit norms are optimal under the constraint
+:math:`\|C_{:,j}\| \le 1`), by L-BFGS with the exact gradient
+:math:`\nabla_C = -2B^\top A^\top A B B^\top` (:math:`B = C^{-1}`) restricted to the band
+and projected through the normalisation. ``toeplitz=True`` restricts further to banded
+Toeplitz :math:`C` (``p`` parameters, prefix-sum workload, O(T p + T log T) per
+evaluation) and is the default warm start of the general solver.
+
+Whatever the solver's convergence, the result is a *feasible* factorization with
+exactly computed sensitivity, so its error is an **upper bound** on the optimum of the
+exact ``min_sep`` problem (the exact ME), not the ME itself. A lower bound comes from
+the ``fixed_epoch`` problem: its patterns are ``min_sep`` patterns, so the certified
+dual bound of :func:`~dpreg.estimators.ftrl_me.solve_me` with ``k`` epochs of ``b``
+steps (``T = k b``) bounds the ``min_sep`` optimum from below.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from scipy.optimize import minimize
+
+from dpreg.estimators.ftrl_factorizations import MatrixFactorization, _check_horizon
+
+__all__ = [
+    "BandedSolution",
+    "banded_sensitivity_sq",
+    "max_separated_participations",
+    "solve_banded_me",
+]
+
+
+def _positive_int(value: object, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return int(value)
+
+
+def max_separated_participations(T: int, k: int, b: int) -> int:
+    """Largest number of steps of one example in ``T`` steps: ``min(k, (T-1)//b + 1)``.
+
+    Examples
+    --------
+    >>> max_separated_participations(2000, 20, 100), max_separated_participations(10, 5, 4)
+    (20, 3)
+    """
+    T = _check_horizon(T)
+    return min(_positive_int(k, "k"), (T - 1) // _positive_int(b, "b") + 1)
+
+
+def banded_sensitivity_sq(encoder: np.ndarray, k: int, b: int) -> float:
+    r"""Exact ``min_sep`` squared sensitivity of a banded lower-triangular encoder.
+
+    Requires :math:`C_{ij} = 0` unless :math:`0 \le i - j < b` (at most ``b`` bands);
+    then the columns of any two participations have disjoint supports and the squared
+    sensitivity is :math:`\max_\pi\sum_{j\in\pi}\|C_{:,j}\|^2` over sets of at most
+    ``k`` steps pairwise at least ``b`` apart (module docstring), found by the dynamic
+    programme :math:`V_m(j) = \max(V_m(j+1),\ \|C_{:,j}\|^2 + V_{m-1}(j+b))`.
+
+    Parameters
+    ----------
+    encoder : ndarray (T, T)
+    k, b : int
+        Maximum participations and minimum separation.
+
+    Examples
+    --------
+    >>> C = np.eye(6) + np.eye(6, k=-1)  # 2 bands, columns of norm^2 2 (last: 1)
+    >>> banded_sensitivity_sq(C, 3, 2)
+    6.0
+    """
+    C = np.asarray(encoder, dtype=np.float64)
+    if C.ndim != 2 or C.shape[0] != C.shape[1] or C.size == 0 or not np.all(np.isfinite(C)):
+        raise ValueError("encoder must be a finite square (T, T) matrix")
+    T = C.shape[0]
+    k, b = _positive_int(k, "k"), _positive_int(b, "b")
+    lag = np.subtract.outer(np.arange(T), np.arange(T))
+    if np.any(C[(lag < 0) | (lag >= b)] != 0):
+        raise ValueError(
+            f"encoder must be lower triangular with at most b = {b} bands (C[i, j] = 0"
+            " unless 0 <= i - j < b): otherwise participations can share rows"
+        )
+    norms = np.sum(C**2, axis=0)
+    value = np.zeros(T + b)  # V_{m-1}(j), j >= T: 0
+    for _ in range(k):
+        new = np.zeros(T + b)
+        for j in range(T - 1, -1, -1):
+            new[j] = max(new[j + 1], norms[j] + value[j + b])
+        value = new
+    return float(value[0])
+
+
+@dataclass(frozen=True)
+class BandedSolution:
+    r"""Result of :func:`solve_banded_me`.
+
+    Attributes
+    ----------
+    encoder : ndarray (T, T)
+        Banded lower-triangular :math:`C` with unit columns.
+    objective : float
+        :math:`\|AC^{-1}\|_F^2`, recomputed from ``encoder``.
+    sensitivity_sq : float
+        Exact ``min_sep`` squared sensitivity (:func:`banded_sensitivity_sq`).
+    bands, participations, separation, iterations : int
+    toeplitz : bool
+    converged : bool
+        Whether L-BFGS reported convergence (irrelevant to validity: any banded point
+        is feasible, so ``total_error`` is an upper bound on the ``min_sep`` optimum).
+    seconds : float
+    warm_start_error : float
+        Total error of the banded Toeplitz warm start of the general solver (NaN when
+        none was run).
+    """
+
+    encoder: np.ndarray
+    objective: float
+    sensitivity_sq: float
+    bands: int
+    participations: int
+    separation: int
+    iterations: int
+    toeplitz: bool
+    converged: bool
+    seconds: float
+    warm_start_error: float = float("nan")
+
+    @property
+    def total_error(self) -> float:
+        r""":math:`\gamma^2\|AC^{-1}\|_F^2`: an upper bound on the ``min_sep`` optimum."""
+        return self.sensitivity_sq * self.objective
+
+    def factorization(self) -> MatrixFactorization:
+        """Return the factorization ``(B, C)`` with ``B = C^-1`` (not anytime)."""
+        T = self.encoder.shape[0]
+        B = solve_triangular(self.encoder, np.eye(T), lower=True)
+        tag = "toeplitz_" if self.toeplitz else ""
+        return MatrixFactorization(f"banded_{tag}p{self.bands}", self.encoder, B, False)
+
+
+def _band_index(T: int, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, columns and validity mask of the band entries V[j, l] = C[j + l, j]."""
+    j = np.arange(T)[:, None]
+    lag = np.arange(p)[None, :]
+    rows = j + lag
+    mask = rows < T
+    return np.where(mask, rows, 0), np.broadcast_to(j, (T, p)), mask
+
+
+def _assemble(V: np.ndarray, T: int, p: int, index) -> tuple[np.ndarray, np.ndarray]:
+    rows, cols, mask = index
+    V = np.where(mask, V.reshape(T, p), 0.0)
+    norms = np.sqrt(np.sum(V**2, axis=1))
+    Cb = V / norms[:, None]
+    C = np.zeros((T, T))
+    C[rows[mask], cols[mask]] = Cb[mask]
+    return C, Cb
+
+
+def _toeplitz_prefix_objective(c: np.ndarray, T: int) -> tuple[float, np.ndarray]:
+    r"""Return the prefix-sum error of a banded Toeplitz encoder and its gradient.
+
+    ``c`` is the first column; :math:`\beta = c^{-1}` as power series and
+    :math:`d\beta = -\beta * dc * \beta`.
+    """
+    p = len(c)
+    beta = np.zeros(T)
+    beta[0] = 1.0 / c[0]
+    for t in range(1, T):  # forward substitution, O(T p)
+        m = min(t, p - 1)
+        beta[t] = -np.dot(c[1 : m + 1], beta[t - 1 :: -1][:m]) / c[0]
+    P = np.cumsum(beta)
+    w = T - np.arange(T)
+    f = float(np.sum(w * P**2))
+    g = 2.0 * np.cumsum((w * P)[::-1])[::-1]  # df / d beta_s
+    bb = np.convolve(beta, beta)[:T]
+    grad = -np.array([np.dot(g[m:], bb[: T - m]) for m in range(p)])
+    return f, grad
+
+
+def solve_banded_me(
+    T: int,
+    k: int,
+    b: int,
+    *,
+    bands: int | None = None,
+    workload: np.ndarray | None = None,
+    toeplitz: bool = False,
+    max_iter: int = 500,
+    tol: float = 1e-10,
+    init: np.ndarray | None = None,
+) -> BandedSolution:
+    r"""Best banded factorization found for ``k`` participations at least ``b`` apart.
+
+    Minimises :math:`\|AC^{-1}\|_F^2` over lower-triangular :math:`C` with ``bands``
+    :math:`p \le b` bands and unit columns (module docstring); the total error
+    :math:`\gamma^2\|AC^{-1}\|_F^2` with the exact ``min_sep`` sensitivity is an upper
+    bound on the exact ME optimum under ``min_sep`` participation.
+
+    Parameters
+    ----------
+    T : int
+    k, b : int
+        Maximum participations and minimum separation (``min_sep``).
+    bands : int, optional
+        :math:`p`, at most ``b`` (default ``b``).
+    workload : ndarray (T, T), optional
+        :math:`A`; default the prefix-sum matrix (Eq. 3). ``toeplitz=True`` needs the
+        default.
+    toeplitz : bool
+        Restrict to banded Toeplitz :math:`C` (``p`` parameters).
+    max_iter : int
+        L-BFGS iterations (the Toeplitz warm start of the general solver runs at least
+        500).
+    tol : float
+        L-BFGS relative tolerance on the objective (``ftol``).
+    init : ndarray, optional
+        Starting first column (Toeplitz) or band entries ``(T, p)``; default: the
+        banded Toeplitz optimum for the general solver (prefix-sum workload), else the
+        truncated encoder of Optimal CC, :math:`c_t = \binom{2t}{t}4^{-t}`.
+
+    Returns
+    -------
+    BandedSolution
+
+    Examples
+    --------
+    >>> sol = solve_banded_me(16, 2, 8, bands=4)
+    >>> round(sol.sensitivity_sq, 9), bool(sol.encoder[5, 0] == 0.0)
+    (2.0, True)
+    """
+    T = _check_horizon(T, 4096)
+    k, b = _positive_int(k, "k"), _positive_int(b, "b")
+    p = b if bands is None else _positive_int(bands, "bands")
+    if p > b:
+        raise ValueError(
+            f"bands (= {p}) must be at most b (= {b}): the sensitivity is exact only then"
+        )
+    p = min(p, T)
+    max_iter = _positive_int(max_iter, "max_iter")
+    if not (isinstance(tol, float | int) and not isinstance(tol, bool) and 0 < tol < 1):
+        raise ValueError(f"tol must be in (0, 1); got {tol!r}")
+    if workload is not None:
+        A = np.asarray(workload, dtype=np.float64)
+        if A.shape != (T, T) or not np.all(np.isfinite(A)):
+            raise ValueError(f"workload must be a finite ({T}, {T}) matrix")
+        if toeplitz:
+            raise ValueError("toeplitz=True supports the prefix-sum workload only")
+    else:
+        A = None
+    start = time.perf_counter()
+    warm = float("nan")
+    k_eff = max_separated_participations(T, k, b)
+    t = np.arange(p)
+    # Optimal CC's encoder binom(2t, t) 4^-t, truncated: a decent start
+    cc = np.exp(np.cumsum(np.r_[0.0, np.log((2 * t[1:] - 1) / (2 * t[1:]))]))
+    if toeplitz:
+        c0 = cc if init is None else np.asarray(init, dtype=np.float64).reshape(p)
+
+        def fun_t(x: np.ndarray) -> tuple[float, np.ndarray]:
+            n = np.linalg.norm(x)
+            c = x / n
+            f, g = _toeplitz_prefix_objective(c, T)
+            return f, (g - c * np.dot(c, g)) / n
+
+        res = minimize(
+            fun_t,
+            c0,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter, "ftol": tol, "gtol": 0.0},
+        )
+        c = res.x / np.linalg.norm(res.x)
+        C = np.zeros((T, T))
+        for lag in range(p):
+            C += np.diag(np.full(T - lag, c[lag]), -lag)
+        iterations, converged = int(res.nit), bool(res.success)
+    else:
+        index = _band_index(T, p)
+        rows, cols, mask = index
+        if init is None:
+            if A is None:
+                # p parameters, O(T p) per evaluation: run it to convergence
+                start_sol = solve_banded_me(
+                    T, k, b, bands=p, toeplitz=True, max_iter=max(max_iter, 500), tol=tol
+                )
+                V0 = np.broadcast_to(start_sol.encoder[0:p, 0][None, :], (T, p)).copy()
+                warm = start_sol.total_error
+            else:
+                V0 = np.broadcast_to(cc[None, :], (T, p)).copy()
+        else:
+            V0 = np.asarray(init, dtype=np.float64).reshape(T, p)
+        eye = np.eye(T)
+        prefix = A is None
+
+        def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+            C, Cb = _assemble(x, T, p, index)
+            B = solve_triangular(C, eye, lower=True)
+            if prefix:
+                G = np.cumsum(B, axis=0)
+                R = np.cumsum(G[::-1], axis=0)[::-1]  # A^T G
+            else:
+                G = A @ B
+                R = A.T @ G
+            f = float(np.sum(G**2))
+            M = B.T @ R
+            # band entries of -2 M B^T: grad[j + l, j] = -2 sum_m M[j + l, m] B[j, m]
+            gb = np.zeros((T, p))
+            for lag in range(p):
+                gb[: T - lag, lag] = -2.0 * np.einsum("ij,ij->i", M[lag:], B[: T - lag])
+            V = np.where(mask, x.reshape(T, p), 0.0)
+            n = np.sqrt(np.sum(V**2, axis=1))
+            gv = (gb - Cb * np.sum(Cb * gb, axis=1, keepdims=True)) / n[:, None]
+            return f, np.where(mask, gv, 0.0).ravel()
+
+        res = minimize(
+            fun,
+            V0.ravel(),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter, "ftol": tol, "gtol": 0.0},
+        )
+        C, _ = _assemble(res.x, T, p, index)
+        iterations, converged = int(res.nit), bool(res.success)
+    # the returned point's own error and exact sensitivity, never trusted from the iteration
+    B = solve_triangular(C, np.eye(T), lower=True)
+    objective = float(np.sum((np.cumsum(B, axis=0) if A is None else A @ B) ** 2))
+    sens = banded_sensitivity_sq(C, k, b)
+    assert sens <= k_eff * (1 + 1e-9)
+    return BandedSolution(
+        encoder=C,
+        objective=objective,
+        sensitivity_sq=sens,
+        bands=p,
+        participations=k,
+        separation=b,
+        iterations=iterations,
+        toeplitz=bool(toeplitz),
+        converged=converged,
+        seconds=time.perf_counter() - start,
+        warm_start_error=warm,
+    )
