@@ -204,6 +204,41 @@ def test_momentum_is_heavy_ball_on_the_same_noisy_gradients():
         train_dp_ftrl_logistic(X, labels, rng=np.random.default_rng(5), momentum=-0.1, **kw)
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_cooldown_scales_each_step_by_the_schedule_and_not_the_noise(momentum):
+    from dpreg.estimators.ftrl_workloads import cooldown_schedule
+
+    X, labels = _zeros(20)  # zero rows: the steps are the noise alone
+    kw = dict(
+        n_classes=3, budget=ApproxDP(2.0, 1e-5), trials=3, eta=0.2, clip=1.0,
+        correlation="nu_ftrl", nu=0.1, batch_size=5, epochs=2, return_path=True,
+        momentum=momentum,
+    )  # fmt: skip
+    plain = train_dp_ftrl_logistic(X, labels, rng=np.random.default_rng(5), **kw)
+    cooled = train_dp_ftrl_logistic(
+        X, labels, rng=np.random.default_rng(5), cooldown_fraction=0.5, final_lr_factor=0.2, **kw
+    )
+    T = plain.path.shape[1]
+    s = cooldown_schedule(T, 0.5, 0.2)
+    assert s[0] == 1.0 and s[-1] == pytest.approx(0.2) and (s < 1).sum() == T // 2
+    zero = np.zeros((3, 1, 2, 3))
+    steps_plain = np.diff(np.concatenate([zero, plain.path], axis=1), axis=1)
+    steps_cooled = np.diff(np.concatenate([zero, cooled.path], axis=1), axis=1)
+    np.testing.assert_allclose(steps_cooled, steps_plain * s[None, :, None, None], atol=1e-12)
+    # post-processing: the same noise and the same certificate
+    for key in ("noise_multiplier", "epsilon_certified", "sensitivity_sq"):
+        assert cooled.diagnostics[key] == plain.diagnostics[key]
+    assert cooled.diagnostics["cooldown_fraction"] == 0.5
+    with pytest.raises(ValueError, match="cooldown_fraction"):
+        train_dp_ftrl_logistic(X, labels, rng=np.random.default_rng(5), cooldown_fraction=1.5, **kw)
+    with pytest.raises(ValueError, match="final_lr_factor"):
+        train_poisson(
+            X, labels, n_classes=3, budget=ApproxDP(2.0, 1e-5), rng=np.random.default_rng(1),
+            n_public=20, batch_size=5, eta=0.2, clip=1.0, final_lr_factor=0.0,
+            cooldown_fraction=0.5,
+        )  # fmt: skip
+
+
 # ------------------------------------------------------------------- the kind and claims
 
 

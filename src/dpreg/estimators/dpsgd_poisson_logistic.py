@@ -58,6 +58,7 @@ from dpreg.estimators.ftrl_logistic import (
     clipped_gradient_sum,
     momentum_step,
 )
+from dpreg.estimators.ftrl_workloads import cooldown_schedule
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 
 __all__ = ["train_dp_sgd_poisson_logistic"]
@@ -76,6 +77,8 @@ def train_dp_sgd_poisson_logistic(
     batch_size: int,
     epochs: int = 1,
     momentum: float = 0.0,
+    cooldown_fraction: float = 0.0,
+    final_lr_factor: float = 0.05,
     bound_X: float | None = None,
     n_public: int,
     accountant: str = "pld",
@@ -108,6 +111,10 @@ def train_dp_sgd_poisson_logistic(
         :math:`E`: :math:`T = E\lfloor n/b\rfloor` steps.
     momentum : float
         Heavy-ball momentum in [0, 1) (post-processing).
+    cooldown_fraction, final_lr_factor : float
+        Learning-rate cooldown, as in
+        :func:`~dpreg.estimators.ftrl_logistic.train_dp_ftrl_logistic` (public,
+        post-processing; ``0``: constant).
     bound_X : float, optional
         Public bound on the row norms, checked.
     n_public : int
@@ -171,16 +178,17 @@ def train_dp_sgd_poisson_logistic(
     x_norm = np.linalg.norm(X, axis=1)
     W = np.zeros((trials, d, n_classes))
     velocity = np.zeros_like(W) if momentum > 0 else None
+    schedule = eta * cooldown_schedule(T, cooldown_fraction, final_lr_factor)
     clipped = np.zeros(trials)
     sampled = np.zeros(trials)
-    for _ in range(T):
+    for t in range(T):
         idx, mask = poisson_positions(n, q, trials, rng)
         grad, n_clipped = clipped_gradient_sum(X, onehot, x_norm, idx, W, clip, mask)
         clipped += n_clipped
         sampled += mask.sum(axis=1)
         grad += rng.standard_normal(grad.shape) * (sigma * clip)
         grad /= batch_size
-        W -= eta * momentum_step(velocity, grad, momentum)
+        W -= schedule[t] * momentum_step(velocity, grad, momentum)
     epsilon_certified = poisson_dpsgd_epsilon(sigma, q, T, delta, accountant)
     diagnostics: dict[str, Any] = {
         "noise_multiplier": sigma,
@@ -191,6 +199,8 @@ def train_dp_sgd_poisson_logistic(
         "clip": clip,
         "eta": eta,
         "momentum": momentum,
+        "cooldown_fraction": float(cooldown_fraction),
+        "final_lr_factor": float(final_lr_factor),
         "accountant": accountant,
         "epsilon_certified": epsilon_certified,
         "neighbours": "add_remove",

@@ -69,6 +69,7 @@ from dpreg.estimators.ftrl import (
 )
 from dpreg.estimators.ftrl_correlations import ToeplitzCorrelation
 from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
+from dpreg.estimators.ftrl_workloads import cooldown_schedule
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.privacy.correlated import CALIBRATIONS, NEIGHBOURS
@@ -177,6 +178,8 @@ def train_dp_ftrl_logistic(
     neighbours: str = "zero_out",
     noise_multiplier: float | None = None,
     momentum: float = 0.0,
+    cooldown_fraction: float = 0.0,
+    final_lr_factor: float = 0.05,
     return_path: bool = False,
 ) -> ClassifierFit:
     r"""Train a multinomial logistic regression with DP-FTRL (correlated) or DP-SGD noise.
@@ -246,6 +249,12 @@ def train_dp_ftrl_logistic(
         Heavy-ball momentum :math:`\mu \in [0, 1)` applied to the noisy gradients,
         :math:`v_t = \mu v_{t-1} + \tilde g_t`, :math:`W_{t+1} = W_t - \eta v_t`
         (post-processing of the released noisy gradients; 0: plain steps).
+    cooldown_fraction, final_lr_factor : float
+        Learning-rate schedule :math:`\eta_t = \eta\,s_t`: constant, then a linear decay
+        over the last ``cooldown_fraction`` of the T steps to ``final_lr_factor`` times
+        :math:`\eta` (:func:`dpreg.estimators.ftrl_workloads.cooldown_schedule`; the
+        paper's App. G.1: 0.25 and 0.05). Public, post-processing; ``0`` (default):
+        constant :math:`\eta`.
     return_path : bool
         Also return the weights after every step (``ClassifierFit.path``).
 
@@ -358,6 +367,7 @@ def train_dp_ftrl_logistic(
     x_norm = np.linalg.norm(X, axis=1)
     W = np.zeros((trials, d, n_classes))
     velocity = np.zeros_like(W) if momentum > 0 else None
+    schedule = eta * cooldown_schedule(T, cooldown_fraction, final_lr_factor)
     path = np.empty((trials, T, d, n_classes)) if return_path else None
     clipped = np.zeros(trials)
     for t in range(T):
@@ -367,7 +377,7 @@ def train_dp_ftrl_logistic(
         grad /= batch_size
         if noise is not None:
             grad += noise[t]
-        W -= eta * momentum_step(velocity, grad, momentum)
+        W -= schedule[t] * momentum_step(velocity, grad, momentum)
         if path is not None:
             path[:, t] = W
     private = not math.isinf(clip) and sigma_dp > 0
@@ -393,6 +403,8 @@ def train_dp_ftrl_logistic(
         "nu": getattr(corr, "nu", math.nan),
         "clip": clip,
         "eta": eta,
+        "cooldown_fraction": float(cooldown_fraction),
+        "final_lr_factor": float(final_lr_factor),
         "rho_certified": rho_certified,
         "neighbours": neighbours,
     }

@@ -24,7 +24,10 @@ of each trial. It is an analogue, not a reproduction (docs/choquettechoo2023.md)
   stamp/restart all baselines") with S tuned to minimise the error (3) under the run's
   participation (:func:`dpreg.estimators.ftrl_factorizations.tune_restarts`, public; the
   ``restarts`` column records S);
-* ``momentum`` (public, the same for every method) is applied to the noisy gradients;
+* ``momentum`` (public, the same for every method) is applied to the noisy gradients,
+  and ``cooldown_fraction`` / ``final_lr_factor`` set a linear learning-rate cooldown
+  over the last steps (the paper's App. G.1: momentum 0.95, the last quarter of the steps
+  down to 0.05 times the rate), the same for every method;
 * with ``learning_rates`` (a grid) and ``validation_fraction`` > 0, the first
   ``round(validation_fraction * n_train)`` training rows (the split is already a public
   random permutation) are held out as a validation split, every method is trained on the
@@ -194,6 +197,18 @@ class FtrlDigitsParams(KindParams):
     momentum: float = param(
         0.0, doc="heavy-ball momentum, the same for every method (public)", check=_momentum
     )
+    cooldown_fraction: float = param(
+        0.0,
+        doc="share of the last steps over which the learning rate decays linearly to"
+        " `final_lr_factor` times its value, the same for every method (public; the paper's"
+        " App. G.1: 0.25); 0: constant",
+        check=_fraction_or_zero,
+    )
+    final_lr_factor: float = param(
+        0.05,
+        doc="learning-rate factor reached at the last step of the cooldown (App. G.1: 0.05)",
+        check=open_interval(0, 1),
+    )
     accountant: str = param(
         "rdp",
         doc="dp-accounting accountant of `sgd_amplified` (`rdp` or `pld`)",
@@ -271,6 +286,8 @@ def run_digits(
         "epochs": P.epochs,
         "bound_X": 1.0,
         "momentum": P.momentum,
+        "cooldown_fraction": P.cooldown_fraction,
+        "final_lr_factor": P.final_lr_factor,
     }
     ftrl = {"method": "zcdp", "conversion": cell_conversion(cell)}
     frames = []
@@ -401,6 +418,7 @@ def _rows(
             "batch_size": P.batch_size,
             "learning_rate": float(eta),
             "momentum": P.momentum,
+            "cooldown_fraction": P.cooldown_fraction,
             "restarts": _restarts(method, P.epochs, d["steps"] // P.epochs),
             "clip": P.clip if math.isfinite(eps) else math.inf,
             "n_train": split.X_train.shape[0],
