@@ -148,8 +148,10 @@ def test_poisson_bad_input_names_the_argument(change, match):
 # --------------------------------------------------- factorizations through the classifier
 
 
-@pytest.mark.parametrize("which", ["tree", "fft", "me"])
+@pytest.mark.parametrize("which", ["tree", "fft", "me", "banded"])
 def test_factorizations_use_their_own_multi_epoch_sensitivity(which):
+    from dpreg.estimators.ftrl_banded import banded_sensitivity_sq, solve_banded_me
+
     n, batch, epochs = 24, 4, 3
     S = n // batch
     T = epochs * S
@@ -157,6 +159,7 @@ def test_factorizations_use_their_own_multi_epoch_sensitivity(which):
         "tree": lambda: tree_aggregation(T),
         "fft": lambda: fft_factorization(T),
         "me": lambda: solve_me(T, k=epochs, b=S).factorization(),
+        "banded": lambda: solve_banded_me(T, k=epochs, b=S, bands=S).factorization(),
     }[which]()
     X, labels = _zeros(n)
     fit = train_dp_ftrl_logistic(
@@ -175,6 +178,9 @@ def test_factorizations_use_their_own_multi_epoch_sensitivity(which):
         assert expected == pytest.approx(brute, rel=1e-7)
     if which == "me":
         assert expected == pytest.approx(1.0, abs=1e-6)
+    if which == "banded":  # S bands: the epochs' columns never share a row; unit columns
+        assert expected == pytest.approx(epochs, rel=1e-9)
+        assert banded_sensitivity_sq(fac.encoder, epochs, S) == pytest.approx(epochs, rel=1e-9)
     with pytest.raises(ValueError, match="T="):
         train_dp_ftrl_logistic(
             X, labels, n_classes=3, budget=ApproxDP(2.0, 1e-5), rng=np.random.default_rng(0),

@@ -18,7 +18,11 @@ of each trial. It is an analogue, not a reproduction (docs/choquettechoo2023.md)
   (:func:`dpreg.estimators.dpsgd_poisson_logistic.train_dp_sgd_poisson_logistic`);
 * ``me`` (the optimal factorization at the run's horizon, certified fixed point of
   :func:`dpreg.estimators.ftrl_me.solve_me` for the fixed-epoch pattern :math:`k = E`,
-  separation :math:`\lfloor n/b\rfloor`), ``tree_aggregation`` and ``fft`` (Table 3's
+  separation :math:`\lfloor n/b\rfloor`), ``banded`` (the best lower-triangular encoder
+  with :math:`\lfloor n/b\rfloor` bands, unit columns, by
+  :func:`dpreg.estimators.ftrl_banded.solve_banded_me`: the banded variant of ME, whose
+  participations in different epochs touch disjoint rows), ``tree_aggregation`` and
+  ``fft`` (Table 3's
   constructors) run through the same trainer with their own multi-participation
   sensitivity; TreeAgg and FFT are restarted ("×S", the paper's §5: "we also
   stamp/restart all baselines") with S tuned to minimise the error (3) under the run's
@@ -62,6 +66,7 @@ from dpreg.data.datasets import Dataset
 from dpreg.data.digits import load_digits_split
 from dpreg.estimators.ambssgd_privacy import ACCOUNTANTS
 from dpreg.estimators.dpsgd_poisson_logistic import train_dp_sgd_poisson_logistic
+from dpreg.estimators.ftrl_banded import solve_banded_me
 from dpreg.estimators.ftrl_correlations import CORRELATIONS
 from dpreg.estimators.ftrl_factorizations import (
     fft_factorization,
@@ -98,7 +103,7 @@ __all__ = [
     "summarise_digits",
 ]
 
-FACTORIZATION_METHODS: tuple[str, ...] = ("me", "tree_aggregation", "fft")
+FACTORIZATION_METHODS: tuple[str, ...] = ("me", "banded", "tree_aggregation", "fft")
 """Methods with a matrix factorization built for the run's horizon T."""
 
 DIGITS_METHODS: tuple[str, ...] = (
@@ -163,7 +168,8 @@ class FtrlDigitsParams(KindParams):
         ["sgd", "nu_ftrl", "optimal_cc", "nonprivate"],
         doc="`sgd` (DP-SGD, independent noise, no amplification), `nu_ftrl`, `optimal_cc`,"
         " `damped_anti_pgd`, ... (a correlation name), `sgd_amplified` (DP-SGD with Poisson"
-        " sampling), `me` (optimal factorization at the run's T), `tree_aggregation`, `fft`"
+        " sampling), `me` (optimal factorization at the run's T), `banded` (banded ME),"
+        " `tree_aggregation`, `fft`"
         " or `nonprivate` (the reference: no clip, no noise)",
         check=choice(*DIGITS_METHODS),
     )
@@ -373,6 +379,8 @@ def _factorization_and_restarts(method: str, epochs: int, separation: int) -> tu
     T = epochs * separation
     if method == "me":
         return solve_me(T, k=epochs, b=separation).factorization(), 1
+    if method == "banded":  # one band per step of an epoch: participations never overlap
+        return solve_banded_me(T, k=epochs, b=separation, bands=separation).factorization(), 1
     build = tree_aggregation if method == "tree_aggregation" else fft_factorization
     return tune_restarts(build, T, epochs, separation, schema="fixed_epoch")
 

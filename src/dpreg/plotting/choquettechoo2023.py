@@ -282,6 +282,7 @@ DIGITS_LABELS = {
     "sgd_amplified": "DP-SGD (amplified)",
     "nu_ftrl": "ν-DP-FTRL",
     "me": "ME (optimal at T)",
+    "banded": "Banded ME",
     "tree_aggregation": "TreeAgg",
     "fft": "FFT",
     "optimal_cc": "Optimal CC (ν=0)",
