@@ -676,3 +676,28 @@ def test_bad_rng_and_alg3_parameters_raise():
         fit_dp_two_stage_gd_beta(*_good(), rho2=1.0, clip_beta=1.0, calibration="x", **kw)
     with pytest.raises(ValueError, match="clip_beta=inf"):
         fit_dp_two_stage_gd_beta(*_good(), rho2=1.0, clip_beta=math.inf, **kw)
+
+
+def test_2sgd_on_shared_data_runs_once_and_equals_a_batched_run():
+    """Shared data: one run repeated along the trials axis, the same values as every row
+    of the batched recursion (run here through the private loop with trials = 4)."""
+    from dpreg.estimators.iv import _iterate, _prepare
+
+    Z, X, y, Theta = _iv_data(21, n=200, q=3, p=2)
+    eta, alpha = population_step_sizes(Theta)
+    fit = fit_two_stage_gd(Z, X, y, T=40, step_theta=eta, step_beta=alpha, trials=4)
+    batched = _iterate(
+        _prepare(Z, X, y, 4), trials=4, T=40, step_theta=eta, step_beta=alpha,
+        clip_theta=math.inf, clip_beta=math.inf, lambda1=0.0, lambda2=0.0, rng=None,
+        return_path=True,
+    )  # fmt: skip
+    np.testing.assert_allclose(fit.theta, batched["beta"], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(fit.path, batched["beta_path"], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(
+        fit.diagnostics["theta_path"], batched["theta_path"], rtol=1e-13, atol=1e-15
+    )
+    assert fit.theta.shape == (4, 2) and fit.diagnostics["n_nonfinite"] == 0
+    np.testing.assert_array_equal(fit.theta[0], fit.theta[3])
+    short = fit_two_stage_gd(Z, X, y, T=40, step_theta=eta, step_beta=alpha, trials=3,
+                             return_path=False)  # fmt: skip
+    assert short.path is None and short.theta.shape == (3, 2)

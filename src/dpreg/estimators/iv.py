@@ -572,6 +572,17 @@ def _iterate(
     }
 
 
+def _repeat_run(run: dict[str, Any], trials: int) -> dict[str, Any]:
+    """Repeat a one-trial run of :func:`_iterate` along the trials axis."""
+    out = {
+        key: None if value is None else np.repeat(value, trials, axis=0)
+        for key, value in run.items()
+        if key != "n_nonfinite"
+    }
+    out["n_nonfinite"] = run["n_nonfinite"] * trials
+    return out
+
+
 def _check_common(
     T: Any, step_theta: Any, step_beta: Any, trials: Any, return_path: Any
 ) -> tuple[int, float, float, int, bool]:
@@ -694,9 +705,11 @@ def fit_two_stage_gd(
         T, step_theta, step_beta, trials, return_path
     )
     d = _prepare(Z, X, y, trials)
+    # Deterministic: on shared data every trial is the same run, so it runs once and is
+    # repeated along the trials axis (the same arithmetic as each row of a batched run).
     run = _iterate(
         d,
-        trials=trials,
+        trials=1 if d.shared else trials,
         T=T,
         step_theta=step_theta,
         step_beta=step_beta,
@@ -707,6 +720,8 @@ def fit_two_stage_gd(
         rng=None,
         return_path=return_path,
     )
+    if d.shared and trials > 1:
+        run = _repeat_run(run, trials)
     return _fit(
         "2s_gd",
         d,
