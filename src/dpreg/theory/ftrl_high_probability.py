@@ -54,6 +54,7 @@ import numpy as np
 from scipy.signal import lfilter
 
 from dpreg.theory.ftrl import _eigs, gaussian_kurtosis_constants
+from dpreg.theory.ftrl_finite_time import _nonnegative, _positive
 
 __all__ = [
     "D4Bound",
@@ -67,20 +68,6 @@ __all__ = [
     "theorem_d4_bound",
     "theorem_d4_displayed",
 ]
-
-
-def _positive(value: float, name: str) -> float:
-    v = float(value)
-    if not (v > 0) or math.isinf(v):
-        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
-    return v
-
-
-def _nonnegative(value: float, name: str) -> float:
-    v = float(value)
-    if not (v >= 0) or math.isinf(v):
-        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
-    return v
 
 
 def _horizon(T: object) -> int:
