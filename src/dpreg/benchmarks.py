@@ -119,7 +119,7 @@ def _number(value: str, path: Path, column: str) -> float:
 def benchmark_group(path: PathLike) -> str:
     """Return the folder right under the last ``benchmarks`` folder of ``path``.
 
-    ``results/../benchmarks/runs/study/cell/chunk~000.tsv`` -> ``"runs"``; a path with
+    ``results/../benchmarks/runs/study/job~000.tsv`` -> ``"runs"``; a path with
     no ``benchmarks`` folder (or a file directly in it) gives its parent's name.
     """
     parts = Path(path).parts
@@ -132,7 +132,7 @@ def benchmark_group(path: PathLike) -> str:
 def job_name(path: PathLike) -> str:
     """Return the job's name: its path below the group folder, without ``.tsv``.
 
-    ``benchmarks/runs/study/cell/chunk~000.tsv`` -> ``"study/cell/chunk~000"``.
+    ``benchmarks/runs/study/job~000.tsv`` -> ``"study/job~000"``.
     """
     path = Path(path)
     parts = path.parts

@@ -5,9 +5,12 @@ top-level keys; this module checks what a schema cannot: that every dataset a st
 names is declared, that each study's keys are the ones its kind accepts, that every
 estimator is registered and every loader exists.
 
-A study's cells are the cartesian product of its ``grid`` axes (in config order); each
-cell is one folder ``axis~label/axis~label/...`` holding one parquet file per chunk of
-trials.
+A study's cells are the cartesian product of its ``grid`` axes (in config order), each
+split into chunks of ``chunk_size`` trials. A workflow *job* runs ``chunks_per_job``
+consecutive chunks of one study (cells in grid order, chunks within a cell in order) in
+one process and writes one parquet file ``results/runs/<study>/job~NNN.parquet``
+(:func:`study_jobs`): fewer, larger jobs where a job would be mostly start-up, the
+chunks themselves (and so every number) unchanged.
 
 Seeds belong to *seed blocks* of trials, not to chunks: block ``b`` of a cell holds the
 global trials ``[b B, (b + 1) B)`` (``B`` = the study's ``seed_block``) and draws from the
@@ -178,6 +181,54 @@ def find_cell(config: Mapping[str, Any], study: str, path: str, chunk: int) -> C
     raise ValueError(f"study {study!r} has no cell {path!r} chunk {chunk}")
 
 
+DEFAULT_CHUNKS_PER_JOB = 1
+"""Chunks per workflow job when neither the study nor the config sets ``chunks_per_job``."""
+
+
+def study_chunks_per_job(config: Mapping[str, Any], study: str) -> int:
+    """Return how many chunks one job of ``study`` runs.
+
+    The study's ``chunks_per_job``, else the config's top-level ``chunks_per_job``, else
+    :data:`DEFAULT_CHUNKS_PER_JOB`; a positive integer (``ValueError`` naming the key).
+    """
+    spec = config["studies"][study]
+    if "chunks_per_job" in spec:
+        value, key = spec["chunks_per_job"], f"config studies.{study}.chunks_per_job"
+    else:
+        value = config.get("chunks_per_job", DEFAULT_CHUNKS_PER_JOB)
+        key = "config chunks_per_job"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{key}: must be a positive integer; got {value!r}")
+    return value
+
+
+def study_jobs(config: Mapping[str, Any], study: str) -> list[tuple[Cell, ...]]:
+    """Return the jobs of ``study``: runs of :func:`study_chunks_per_job` consecutive chunks.
+
+    The chunks are those of :func:`study_cells`, in its order; the last job may hold
+    fewer. Grouping chunks into jobs changes no draw (seeds belong to seed blocks).
+
+    Examples
+    --------
+    >>> config = {"conversion": "exact", "chunks_per_job": 2, "studies": {"s": {
+    ...     "paper": "dpreg", "kind": "k", "trials": 4, "chunk_size": 2,
+    ...     "grid": {"eps": [1.0, 2.0, 4.0]}}}}
+    >>> [[(c.path, c.chunk) for c in job] for job in study_jobs(config, "s")]
+    [[('eps~1', 0), ('eps~1', 1)], [('eps~2', 0), ('eps~2', 1)], [('eps~4', 0), ('eps~4', 1)]]
+    """
+    size = study_chunks_per_job(config, study)
+    cells = list(study_cells(config, study))
+    return [tuple(cells[i : i + size]) for i in range(0, len(cells), size)]
+
+
+def find_job(config: Mapping[str, Any], study: str, job: int) -> tuple[Cell, ...]:
+    """Return the chunks of job ``job`` of ``study`` (``ValueError`` if there is none)."""
+    jobs = study_jobs(config, study)
+    if not 0 <= job < len(jobs):
+        raise ValueError(f"study {study!r} has no job {job} (it has {len(jobs)})")
+    return jobs[job]
+
+
 def study_datasets(config: Mapping[str, Any], study: str) -> list[str]:
     """Datasets a study reads (its ``dataset`` key in params or grid), in order."""
     spec = config["studies"][study]
@@ -249,6 +300,7 @@ def check_config_references(config: Mapping[str, Any]) -> None:
     for study, spec in config.get("studies", {}).items():
         kind = get_kind(spec["kind"])
         check_chunking(study, spec)
+        study_chunks_per_job(config, study)
         grid, params = spec.get("grid") or {}, spec.get("params") or {}
         both = set(grid) & set(params)
         if both:

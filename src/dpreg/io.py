@@ -156,12 +156,12 @@ def read_artifact_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "chunk~000.parquet"
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "job~000.parquet"
     >>> _ = path.write_bytes(b"PAR1 truncated")
     >>> read_artifact_parquet(path)
     Traceback (most recent call last):
     ...
-    ValueError: .../chunk~000.parquet is damaged and cannot be read (...); delete it and rerun ...
+    ValueError: .../job~000.parquet is damaged and cannot be read (...); delete it and rerun ...
     """
     try:
         return pd.read_parquet(path)

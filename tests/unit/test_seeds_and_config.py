@@ -118,3 +118,52 @@ def test_disabled_datasets_leave_grids_and_references():
     config["datasets"]["lev_solar"]["enabled"] = False
     with pytest.raises(ValueError, match="every dataset is disabled"):
         check_config_references(config)
+
+
+# --- jobs: chunks_per_job consecutive chunks of a study (issue 18) ---------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from dpreg.config import find_job, study_chunks_per_job, study_jobs  # noqa: E402
+
+
+def _jobs_config(trials, chunk_size, epsilons, top=None, own=None):
+    spec = {"grid": {"epsilon": epsilons}, "trials": trials, "chunk_size": chunk_size}
+    if own is not None:
+        spec["chunks_per_job"] = own
+    config = {"conversion": "tight", "studies": {"s": spec}}
+    if top is not None:
+        config["chunks_per_job"] = top
+    return config
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    trials=st.integers(1, 40),
+    chunk_size=st.integers(1, 45),
+    cells=st.integers(1, 6),
+    top=st.one_of(st.none(), st.integers(1, 9)),
+    own=st.one_of(st.none(), st.integers(1, 9)),
+)
+def test_jobs_partition_the_chunks_in_order(trials, chunk_size, cells, top, own):
+    config = _jobs_config(trials, chunk_size, [float(e) for e in range(1, cells + 1)], top, own)
+    size = own if own is not None else (top if top is not None else 1)
+    assert study_chunks_per_job(config, "s") == size
+    jobs = study_jobs(config, "s")
+    flat = [cell for job in jobs for cell in job]
+    assert flat == list(study_cells(config, "s"))  # every chunk once, in grid order
+    assert all(len(job) == size for job in jobs[:-1]) and 1 <= len(jobs[-1]) <= size
+    assert [find_job(config, "s", j) for j in range(len(jobs))] == jobs
+    with pytest.raises(ValueError, match="has no job"):
+        find_job(config, "s", len(jobs))
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "4", True, None])
+@pytest.mark.parametrize("where", ["top", "own"])
+def test_chunks_per_job_rejects_non_positive_integers_naming_the_key(bad, where):
+    config = _jobs_config(4, 2, [1.0])
+    (config if where == "top" else config["studies"]["s"])["chunks_per_job"] = bad
+    key = "config chunks_per_job" if where == "top" else "config studies.s.chunks_per_job"
+    with pytest.raises(ValueError, match=key):
+        study_chunks_per_job(config, "s")

@@ -128,7 +128,7 @@ def test_every_expected_artifact_is_present_and_well_formed(smoke_run, smoke_con
 def test_job_benchmarks_table_covers_every_chunk_job(smoke_run):
     table = pd.read_csv(smoke_run / "results" / "benchmarks" / "jobs.csv")
     row = table.set_index("rule").loc["run_chunk"]
-    chunks = list((smoke_run / "results" / "runs").rglob("chunk~*.parquet"))
+    chunks = list((smoke_run / "results" / "runs").rglob("job~*.parquet"))
     assert int(row["jobs"]) == len(chunks)
     assert 0 < row["max_s"] <= row["total_s"]
     assert row["max_rss_mb"] > 10  # a Python process with numpy holds more than 10 MB
@@ -175,10 +175,18 @@ def test_report_builds(smoke_run):
 
 
 def _rechunked(config: dict) -> dict:
-    """The same studies with every chunking changed (results must not change, issue 8)."""
+    """The same studies with every chunking changed (results must not change, issue 8).
+
+    Chunks are grouped into jobs differently too (``chunks_per_job``: 1 <-> 3).
+    """
+    import copy
+
     from dpreg.config import study_seed_block
 
+    config = copy.deepcopy(config)
+    config["chunks_per_job"] = 1 if config.get("chunks_per_job", 1) > 1 else 3
     for spec in config["studies"].values():
+        spec.pop("chunks_per_job", None)
         trials, block = spec["trials"], study_seed_block(spec)
         if spec["chunk_size"] < trials:
             spec["chunk_size"] = trials  # merge the chunks into one job
@@ -188,6 +196,8 @@ def _rechunked(config: dict) -> dict:
 
 
 def test_rerun_with_other_chunks_is_byte_identical(smoke_run, tmp_path, repo_root):
+    from dpreg.config import study_jobs
+
     # Another job order too (Snakemake schedules 2 cores nondeterministically); a run with
     # --cores 1 is covered by the resumption test, a cluster run by the SLURM test. Only
     # the studies whose chunking changes are rebuilt (their tables, trials and figures):
@@ -204,11 +214,14 @@ def test_rerun_with_other_chunks_is_byte_identical(smoke_run, tmp_path, repo_roo
     targets += [f"results/figures/{s['paper']}/{n}.png" for n, s in changed.items()]
     _snakemake(other, *targets, "--cores", "2")
     for name in changed:
-        chunks = [
-            len(list((w / "results" / "runs" / name).rglob("chunk~*.parquet")))
-            for w in (smoke_run, other)
+        layouts = [
+            [[(c.path, c.chunk, c.trials) for c in job] for job in study_jobs(conf, name)]
+            for conf in (original, config)
         ]
-        assert chunks[0] != chunks[1], f"{name}: the rerun was meant to chunk it differently"
+        assert layouts[0] != layouts[1], f"{name}: the rerun was meant to chunk it differently"
+        for w, layout in zip((smoke_run, other), layouts, strict=True):
+            files = list((w / "results" / "runs" / name).glob("job~*.parquet"))
+            assert len(files) == len(layout), f"{name}: one run file per job"
     first, second = _deterministic_artifacts(smoke_run), _deterministic_artifacts(other)
     rebuilt = [
         path for path in second if any(f"/{n}." in path or path.endswith(f"/{n}") for n in changed)
@@ -358,6 +371,10 @@ def test_killed_run_resumes_to_identical_artifacts(smoke_run, tmp_path, repo_roo
     import time
 
     workdir = _subset_workdir(repo_root, tmp_path / "killed", [KILLED_STUDY])
+    config = yaml.safe_load((workdir / "config" / "smoke.yaml").read_text())
+    config["chunks_per_job"] = 1  # one job per chunk: the kill falls between two jobs
+    config["studies"][KILLED_STUDY].pop("chunks_per_job", None)
+    (workdir / "config" / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     proc = subprocess.Popen(
         [SNAKEMAKE, "--configfile", "config/smoke.yaml", "--cores", "1"],
         cwd=workdir,
@@ -368,7 +385,7 @@ def test_killed_run_resumes_to_identical_artifacts(smoke_run, tmp_path, repo_roo
     try:
         deadline = time.monotonic() + 300
         # with --cores 1 a second chunk file means the first job has finished
-        while len(list((workdir / "results" / "runs").rglob("chunk~*.parquet"))) < 2:
+        while len(list((workdir / "results" / "runs").rglob("job~*.parquet"))) < 2:
             assert proc.poll() is None, "snakemake ended before two chunks were written"
             assert time.monotonic() < deadline, "two chunks not written within 300 s"
             time.sleep(0.1)
@@ -379,10 +396,10 @@ def test_killed_run_resumes_to_identical_artifacts(smoke_run, tmp_path, repo_roo
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
     assert not (workdir / "results" / "MANIFEST.sha256").exists(), "the run was not cut midway"
-    survivors = list((workdir / "results" / "runs").rglob("chunk~*.parquet"))
+    survivors = list((workdir / "results" / "runs").rglob("job~*.parquet"))
     assert survivors, "the finished chunk should survive the kill (and not be recomputed)"
     # What a SIGKILLed job leaves behind (no clean-up can run): a half-written temporary.
-    stale = survivors[0].parent / ".chunk~999.parquet.abcd1234.tmp"
+    stale = survivors[0].parent / ".job~999.parquet.abcd1234.tmp"
     stale.write_bytes(b"half-written")
     _snakemake(workdir, "--cores", "2")
     assert _stale_files(workdir) == []

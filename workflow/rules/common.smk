@@ -4,8 +4,8 @@ import os
 
 from dpreg.config import (
     check_config_references,
-    find_cell,
-    study_cells,
+    find_job,
+    study_jobs,
     reference_datasets,
     study_datasets,
 )
@@ -23,17 +23,15 @@ wildcard_constraints:
     dataset=r"[A-Za-z0-9_]+",
     study=r"[A-Za-z0-9_]+",
     paper=r"[A-Za-z0-9_]+",
-    cell=r"(all|[A-Za-z0-9_]+~[A-Za-z0-9_.+-]+(/[A-Za-z0-9_]+~[A-Za-z0-9_.+-]+)*)",
-    chunk=r"[0-9]+",
+    job=r"[0-9]+",
     view=r"[A-Za-z0-9_]+",
     example="|".join(EXAMPLE_TABLES),
 
 
 def chunk_paths(study):
-    """Every chunk file of a study."""
+    """Every run file of a study: one per job (chunks_per_job chunks each)."""
     return [
-        f"results/runs/{study}/{cell.path}/chunk~{cell.chunk:03d}.parquet"
-        for cell in study_cells(config, study)
+        f"results/runs/{study}/job~{j:03d}.parquet" for j in range(len(study_jobs(config, study)))
     ]
 
 
@@ -150,30 +148,47 @@ def dataset_seed(wildcards):
     return job_seed(config["seed"], {"dataset": wildcards.dataset})
 
 
-def chunk_cell(wildcards):
-    return find_cell(config, wildcards.study, wildcards.cell, int(wildcards.chunk))
+def job_chunks(wildcards):
+    return find_job(config, wildcards.study, int(wildcards.job))
 
 
-def chunk_input(wildcards):
-    """The prepared dataset a cell reads, if any (and its test rows, if the kind uses them)."""
-    name = chunk_cell(wildcards).params(config).get("dataset")
-    if name is None:
-        return {}
-    files = {"table": f"resources/data/{name}.parquet", "meta": f"resources/data/{name}.json"}
-    if get_kind(config["studies"][wildcards.study]["kind"]).uses_test_rows:
-        files["test_table"] = f"resources/data/{name}.test.parquet"
-        files["test_meta"] = f"resources/data/{name}.test.json"
+def _dataset_files(name, study):
+    """The prepared table of ``name`` (and its test rows if the study's kind uses them)."""
+    files = [f"resources/data/{name}.parquet", f"resources/data/{name}.json"]
+    if get_kind(config["studies"][study]["kind"]).uses_test_rows:
+        files += [f"resources/data/{name}.test.parquet", f"resources/data/{name}.test.json"]
     return files
 
 
+def chunk_input(wildcards):
+    """The prepared datasets a job's chunks read, if any (and their test rows, if used)."""
+    names = dict.fromkeys(cell.params(config).get("dataset") for cell in job_chunks(wildcards))
+    return [
+        path for name in names if name is not None for path in _dataset_files(name, wildcards.study)
+    ]
+
+
 def chunk_params(wildcards):
-    """Everything a run chunk needs, from config only (scripts never read config)."""
-    cell = chunk_cell(wildcards)
-    return {
-        "kind": config["studies"][wildcards.study]["kind"],
-        "cell": cell.params(config),
-        "blocks": cell.seeded_blocks(config["seed"]),
-    }
+    """Everything a job's chunks need, from config only (scripts never read config)."""
+    uses_test_rows = get_kind(config["studies"][wildcards.study]["kind"]).uses_test_rows
+    chunks = []
+    for cell in job_chunks(wildcards):
+        params = cell.params(config)
+        name = params.get("dataset")
+        chunks.append(
+            {
+                "path": cell.path,
+                "cell": params,
+                "blocks": cell.seeded_blocks(config["seed"]),
+                "table": None if name is None else f"resources/data/{name}.parquet",
+                "test_table": (
+                    f"resources/data/{name}.test.parquet"
+                    if name is not None and uses_test_rows
+                    else None
+                ),
+            }
+        )
+    return {"kind": config["studies"][wildcards.study]["kind"], "chunks": chunks}
 
 
 def study_params(wildcards):

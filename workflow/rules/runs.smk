@@ -1,15 +1,16 @@
-# Stage "runs": one job per (study, grid cell, chunk of trials).
+# Stage "runs": one job per chunks_per_job consecutive chunks (grid cell x trials) of a
+# study, run in one process (dpreg.config.study_jobs); one parquet file per job.
 
 
 rule run_chunk:
     input:
-        unpack(chunk_input),
+        chunk_input,
     output:
-        "results/runs/{study}/{cell}/chunk~{chunk}.parquet",
+        "results/runs/{study}/job~{job}.parquet",
     log:
-        "logs/runs/{study}/{cell}/chunk~{chunk}.log",
+        "logs/runs/{study}/job~{job}.log",
     benchmark:
-        "benchmarks/runs/{study}/{cell}/chunk~{chunk}.tsv"
+        "benchmarks/runs/{study}/job~{job}.tsv"
     conda:
         "../envs/dpreg.yaml"
     threads: 1

@@ -9,7 +9,7 @@ from pathlib import Path  # noqa: E402
 from dpreg.benchmarks import job_benchmark_table  # noqa: E402
 from dpreg.io import write_csv  # noqa: E402
 
-# run_chunk writes benchmarks/runs/<study>/<cell>/chunk~NNN.tsv beside results/runs/...
+# run_chunk writes benchmarks/runs/<study>/job~NNN.tsv beside results/runs/<study>/job~NNN.parquet
 tsvs = [
     Path("benchmarks", *Path(chunk).with_suffix(".tsv").parts[1:])
     for chunk in snakemake.input.chunks  # noqa: F821

@@ -1,18 +1,45 @@
-"""Run one chunk of trials of one study cell."""
+"""Run the chunks of trials of one job (consecutive cells of one study) in one process."""
 
 import sys
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 
+import pandas as pd  # noqa: E402
 
 from dpreg.experiments.studies import run_chunk  # noqa: E402
 from dpreg.io import read_prepared_table, write_trial_rows  # noqa: E402
 
 run = snakemake.params.run  # noqa: F821
-inputs = snakemake.input  # noqa: F821
-frame = read_prepared_table(inputs.table) if "table" in inputs.keys() else None
-# The held-out rows: only for a kind with uses_test_rows (chunk_input in common.smk).
-test_frame = read_prepared_table(inputs.test_table) if "test_table" in inputs.keys() else None
-runs = run_chunk(run["kind"], run["cell"], blocks=run["blocks"], frame=frame, test_frame=test_frame)
+# The last tables read, kept while consecutive chunks use them (cells in grid order: the
+# chunks of one dataset follow each other), never every table of a long job at once.
+tables = {}
+
+
+def table(path):
+    if path is None:
+        return None
+    if path not in tables:
+        if len(tables) >= 2:  # a training table and its held-out rows
+            tables.clear()
+        tables[path] = read_prepared_table(path)
+    return tables[path]
+
+
+frames = []
+for chunk in run["chunks"]:
+    first = chunk["blocks"][0]["first_trial"]
+    trials = sum(block["trials"] for block in chunk["blocks"])
+    print(f"cell {chunk['path']}: trials {first} to {first + trials - 1}", file=sys.stderr)
+    # The held-out rows: only for a kind with uses_test_rows (chunk_params in common.smk).
+    frames.append(
+        run_chunk(
+            run["kind"],
+            chunk["cell"],
+            blocks=chunk["blocks"],
+            frame=table(chunk["table"]),
+            test_frame=table(chunk["test_table"]),
+        )
+    )
+runs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 runs.insert(0, "study", snakemake.wildcards.study)  # noqa: F821
 write_trial_rows(runs, snakemake.output[0])  # noqa: F821
