@@ -1,26 +1,5 @@
-# Stage "figures": seaborn figures drawn from aggregated tables only.
-
-
-rule study_figure:
-    input:
-        table="results/tables/{paper}/{study}.csv",
-    output:
-        png=report(
-            "results/figures/{paper}/{study}.png",
-            caption="../report/study_figure.rst",
-            category="Figures",
-            labels={"paper": "{paper}", "study": "{study}"},
-        ),
-        pdf="results/figures/{paper}/{study}.pdf",
-    log:
-        "logs/figures/{paper}/{study}.log",
-    conda:
-        "../envs/dpreg.yaml"
-    params:
-        study=study_params,
-        caption=lambda wildcards: study_caption(wildcards.study, config, "figure"),
-    script:
-        "../scripts/study_figure.py"
+# Stage "figures": the extra figures of a study (its kind's views), drawn from its table
+# only (the main figure is drawn by study_table, from the table it wrote).
 
 
 rule study_view_figure:
@@ -40,7 +19,7 @@ rule study_view_figure:
         "../envs/dpreg.yaml"
     params:
         study=study_params,
-        caption=lambda wildcards: study_caption(
+        figure_caption=lambda wildcards: study_caption(
             wildcards.study, config, "figure", view=wildcards.view
         ),
     script:

@@ -1,4 +1,5 @@
-# Stage "tables": aggregate the trials of a study into a tidy table (csv + markdown).
+# Stage "tables": aggregate the trials of a study into a tidy table (csv + markdown), and
+# draw the study's figure from that table as written (one job: a job is mostly start-up).
 
 
 rule study_table:
@@ -14,13 +15,21 @@ rule study_table:
         ),
         md="results/tables/{paper}/{study}.md",
         trials="results/tables/{paper}/{study}.trials.parquet",
+        png=report(
+            "results/figures/{paper}/{study}.png",
+            caption="../report/study_figure.rst",
+            category="Figures",
+            labels={"paper": "{paper}", "study": "{study}"},
+        ),
+        pdf="results/figures/{paper}/{study}.pdf",
     log:
         "logs/tables/{paper}/{study}.log",
     conda:
         "../envs/dpreg.yaml"
     params:
         study=study_params,
-        caption=lambda wildcards: study_caption(wildcards.study, config, "table"),
+        table_caption=lambda wildcards: study_caption(wildcards.study, config, "table"),
+        figure_caption=lambda wildcards: study_caption(wildcards.study, config, "figure"),
     script:
         "../scripts/study_table.py"
 
@@ -42,7 +51,7 @@ rule study_view:
         "../envs/dpreg.yaml"
     params:
         study=study_params,
-        caption=lambda wildcards: study_caption(
+        table_caption=lambda wildcards: study_caption(
             wildcards.study, config, "table", view=wildcards.view
         ),
     script:

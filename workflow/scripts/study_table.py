@@ -1,4 +1,4 @@
-"""Aggregate a study's trials into its tidy table."""
+"""Aggregate a study's trials into its tidy table, then draw its figure from that table."""
 
 import sys
 
@@ -25,3 +25,12 @@ table.insert(0, "study", params["study"])
 write_trial_rows(runs, snakemake.output.trials)  # noqa: F821
 write_csv(table, snakemake.output.csv)  # noqa: F821
 write_markdown(table, snakemake.output.md, title=params["title"] or params["study"])  # noqa: F821
+
+# The figure is drawn from the table as written (what a reader of the csv gets), in the
+# same job: a separate job would be mostly Python start-up (docs/scaling.md).
+from dpreg.experiments.studies import draw_study_figure  # noqa: E402
+from dpreg.plotting.studies import save_figure  # noqa: E402
+
+written = pd.read_csv(snakemake.output.csv)  # noqa: F821
+figure = draw_study_figure(params["kind"], written, title=params["title"])
+save_figure(figure, snakemake.output.png, snakemake.output.pdf)  # noqa: F821

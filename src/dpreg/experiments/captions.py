@@ -6,8 +6,9 @@ checked. Nothing in a caption is shared by studies that differ: two studies of o
 still differ in title, grid and fixed parameters, and an ``eps_grid`` study says
 whether its datasets' bounds are public or read off the data.
 
-The workflow passes :func:`study_caption` as a rule parameter of ``study_figure`` and
-``study_table`` (``workflow/report/study_figure.rst`` prints it).
+The workflow passes :func:`study_caption` as the rule parameters ``table_caption`` and
+``figure_caption`` of ``study_table`` (which writes the table and draws the figure) and
+of the view rules (``workflow/report/study_table.rst`` and ``study_figure.rst`` print them).
 """
 
 from __future__ import annotations
