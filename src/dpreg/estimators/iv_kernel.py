@@ -74,9 +74,9 @@ def _kernel() -> Any:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def corrections(Z1, X1, zn1, k1, Z2, y2, w2, b2, k2, Theta, v, delta, v_norm, clip1,
+    def corrections(Z1, X1, zn1, k1, Z2T, y2, w2, b2, k2, Theta, v, delta, v_norm, clip1,
                     clip2, G1, S2, c1, c2):  # fmt: skip
-        # Per trial t: rows i < k1[t] of (Z1, X1, zn1) and i < k2[t] of (Z2, y2) (each
+        # Per trial t: rows i < k1[t] of (Z1, X1, zn1) and i < k2[t] of (Z2T', y2) (each
         # sorted by its certificate threshold). Adds (f - 1) z r' to G1[t] and
         # (f - 1) e z to S2[t] for the clipped rows, counts them in c1[t], c2[t].
         # Second stage: e first (2q flops); the row is skipped when its bound
@@ -84,6 +84,7 @@ def _kernel() -> Any:
         # ||Theta - Theta_ref||_F, slack on |e|) cannot reach the threshold.
         trials, q, p = Theta.shape
         cap2 = clip2 * (1.0 - 1e-9)
+        E = np.empty(y2.shape[0])
         r = np.empty(p)
         for t in range(trials):
             for i in range(k1[t]):
@@ -102,11 +103,19 @@ def _kernel() -> Any:
                         zf = f * Z1[i, m]
                         for j in range(p):
                             G1[t, m, j] += zf * r[j]
-            for i in range(k2[t]):
-                e = 0.0
-                for m in range(q):
-                    e += Z2[i, m] * v[t, m]
-                e -= y2[i]
+            k = k2[t]
+            if k == 0:
+                continue
+            for i in range(k):  # e = Z2 v - y2, one column of Z2T at a time (vectorised)
+                E[i] = Z2T[0, i] * v[t, 0]
+            for m in range(1, q):
+                vm = v[t, m]
+                for i in range(k):
+                    E[i] += Z2T[m, i] * vm
+            for i in range(k):
+                E[i] -= y2[i]
+            for i in range(k):
+                e = E[i]
                 ae = abs(e) * (1.0 + 1e-9) + 1e-12 * (b2[i] * v_norm[t] + abs(y2[i]))
                 if (w2[i] + delta[t] * b2[i]) * ae <= cap2:
                     continue
@@ -114,14 +123,14 @@ def _kernel() -> Any:
                 for j in range(p):
                     s = 0.0
                     for m in range(q):
-                        s += Z2[i, m] * Theta[t, m, j]
+                        s += Z2T[m, i] * Theta[t, m, j]
                     sq += s * s
                 a = np.sqrt(sq) * abs(e)
                 if a > clip2:
                     c2[t] += 1
                     f = (clip2 / a - 1.0) * e
                     for m in range(q):
-                        S2[t, m] += f * Z2[i, m]
+                        S2[t, m] += f * Z2T[m, i]
 
     return corrections
 
@@ -302,9 +311,9 @@ class CertifiedIVGradients:
                 s2 = np.where(b > 0, u / b, np.inf)
                 order = np.argsort(s2, kind="stable")
                 self._s2 = s2[order]
-                self._rows2 = (Z[order], y[order], c[order], b[order])
+                self._rows2 = (np.ascontiguousarray(Z[order].T), y[order], c[order], b[order])
             else:
-                self._s2, self._rows2 = empty[3], (empty[0], empty[2], empty[2], empty[3])
+                self._s2, self._rows2 = empty[3], (empty[0].T.copy(), empty[2], empty[2], empty[3])
 
     def distances(self, Theta: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         r"""Inflated :math:`\|\Theta - \hat\Theta\|_F` and :math:`s` per trial (inf if NaN)."""
@@ -342,10 +351,10 @@ class CertifiedIVGradients:
         k2 = np.searchsorted(self._s2, s, side="left").astype(np.int64)
         if k1.any() or k2.any():
             Z1, X1, zn1 = self._rows1
-            Z2, y2, w2, b2 = self._rows2
+            Z2T, y2, w2, b2 = self._rows2
             v_norm = np.sqrt(np.einsum("tk,tk->t", v, v))
             _kernel()(
-                Z1, X1, zn1, k1, Z2, y2, w2, b2, k2, Theta, np.ascontiguousarray(v), delta,
+                Z1, X1, zn1, k1, Z2T, y2, w2, b2, k2, Theta, np.ascontiguousarray(v), delta,
                 v_norm, self.clip_theta, self.clip_beta, G1, S2, count1, count2,
             )  # fmt: skip
             self.visited[0] += int(k1.sum())
