@@ -345,11 +345,13 @@ def _prepare(Z: Any, X: Any, y: Any, trials: int) -> _Design:
         X = np.broadcast_to(X, (trials, n, p)) if not bx else X
         y = np.broadcast_to(y, (trials, n)) if not by else y
     ZT = np.swapaxes(Z, -1, -2)
+    # Z'Z against a copy of Z: numpy sends ``Z.T @ Z`` to BLAS syrk, about twice as slow
+    # as the gemm of a thin Z (5000 x 5: 28 vs 13 + 4 us); same value to rounding.
     return _Design(
         Z=Z,
         X=X,
         y=y,
-        ZtZ=ZT @ Z,
+        ZtZ=ZT @ (Z.copy() if Z.ndim == 2 else Z),
         ZtX=ZT @ X,
         Zty=(ZT @ y[..., None])[..., 0],
         shared=shared,
