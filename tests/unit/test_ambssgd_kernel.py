@@ -111,3 +111,14 @@ def test_permutations_are_the_same_and_bad_kernel_raises():
     np.testing.assert_array_equal(a.take_indices(10), b.perm[:, :10])
     with pytest.raises(ValueError, match="kernel"):
         PermutedRows(X, y, 4, np.random.default_rng(3), kernel="fast")
+
+
+def test_permutations_drawn_in_blocks_are_the_reference_and_leave_the_same_stream():
+    n = 2**18 + 1  # blocks of 3 replicates
+    X, y = np.zeros((n, 1)), np.zeros(n)
+    rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
+    a = PermutedRows(X, y, 7, rng_a, kernel="numba")
+    b = PermutedRows(X, y, 7, rng_b, kernel="numpy")
+    np.testing.assert_array_equal(a.perm, b.perm)
+    assert a.perm.dtype == np.int32
+    assert rng_a.random() == rng_b.random()  # the noise that follows is the same

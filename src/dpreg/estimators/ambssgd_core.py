@@ -267,7 +267,9 @@ class PermutedRows:
     permute"): ``argsort`` of ``rng.random((D, n))`` per replicate; replicate k reads
     ``X[perm_k[pos:pos+k]]``. ``kernel="numba"`` (default) lets :func:`ambssgd_pass`
     read the rows in place (:meth:`take_indices`) with compiled kernels; ``"numpy"`` is
-    the reference (gathered copies, :meth:`take`). The permutations are the same.
+    the reference (gathered copies, :meth:`take`). The permutations are the same (with
+    ``"numba"`` the same keys are drawn and sorted a block of replicates at a time and
+    stored as int32: a fifth of the memory).
     """
 
     def __init__(
@@ -287,8 +289,15 @@ class PermutedRows:
         self.n_replicates = int(n_replicates)
         self.d = X.shape[1]
         n = X.shape[0]
-        if shuffle:
+        if shuffle and kernel == "numpy":
             self.perm = np.argsort(rng.random((self.n_replicates, n)), axis=1)
+        elif shuffle:  # the same keys drawn a block of replicates at a time, int32 indices
+            D = self.n_replicates
+            self.perm = np.empty((D, n), dtype=np.int32 if n < 2**31 else np.int64)
+            step = max(1, 2**20 // max(n, 1))  # keys of a block: <= 8 MB
+            for start in range(0, D, step):
+                keys = rng.random((min(step, D - start), n))
+                self.perm[start : start + keys.shape[0]] = np.argsort(keys, axis=1)
         else:
             self.perm = np.broadcast_to(np.arange(n), (self.n_replicates, n))
         self.pos = 0

@@ -86,7 +86,7 @@ def batch_gradient(
     y : ndarray, shape (n,)
     norms : ndarray, shape (n,)
         :math:`\|x_i\|`.
-    idx : ndarray of int64, shape (D, k)
+    idx : ndarray of int32 or int64, shape (D, k)
         Rows of each replicate's batch.
     W : ndarray, shape (D, d, R)
         Current iterates.
@@ -114,7 +114,7 @@ def batch_gradient(
     grad = np.zeros((D, d, R))
     clipped = np.zeros((D, R))
     _kernels()[0](
-        X, y, norms, np.ascontiguousarray(idx, dtype=np.int64), np.ascontiguousarray(W),
+        X, y, norms, np.ascontiguousarray(idx), np.ascontiguousarray(W),
         np.ascontiguousarray(zeta, dtype=np.float64), grad, clipped,
     )  # fmt: skip
     return grad, clipped
@@ -135,7 +135,7 @@ def stat_magnitudes(
     D, k = idx.shape
     out = np.empty((D, runs.size, k))
     _kernels()[1](
-        X, y, np.ascontiguousarray(idx, dtype=np.int64), np.ascontiguousarray(W),
+        X, y, np.ascontiguousarray(idx), np.ascontiguousarray(W),
         np.ascontiguousarray(runs, dtype=np.int64), out,
     )  # fmt: skip
     return out
