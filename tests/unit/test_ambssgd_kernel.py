@@ -122,3 +122,13 @@ def test_permutations_drawn_in_blocks_are_the_reference_and_leave_the_same_strea
     np.testing.assert_array_equal(a.perm, b.perm)
     assert a.perm.dtype == np.int32
     assert rng_a.random() == rng_b.random()  # the noise that follows is the same
+
+
+def test_auto_kernel_by_rows_read():
+    from dpreg.estimators.ambssgd_core import AUTO_MIN_ROWS
+
+    small = PermutedRows(np.zeros((100, 1)), np.zeros(100), 4, np.random.default_rng(0))
+    assert small.kernel == "numpy"
+    n = AUTO_MIN_ROWS // 16
+    large = PermutedRows(np.zeros((n, 1)), np.zeros(n), 16, np.random.default_rng(0))
+    assert large.kernel == "numba"

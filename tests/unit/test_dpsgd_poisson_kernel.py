@@ -44,3 +44,16 @@ def test_bad_kernel_raises():
             X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), clip=1.0, eta=0.1,
             batch_size=10, n_public=100, kernel="fast",
         )  # fmt: skip
+
+
+def test_auto_kernel_is_numpy_for_small_calls_and_numba_for_large_ones():
+    from dpreg.estimators.dpsgd_poisson import AUTO_MIN_ROWS
+
+    X, y = _data(20000, 2)
+    kw = dict(budget=ApproxDP(1.0, 1e-6), clip=1.0, eta=0.3, batch_size=2000, n_public=20000)
+    for trials, other in ((3, "numpy"), (AUTO_MIN_ROWS // 20000 + 1, "numba")):
+        auto = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(2), trials=trials, **kw)
+        ref = fit_dp_sgd_poisson(
+            X, y, rng=np.random.default_rng(2), trials=trials, kernel=other, **kw
+        )
+        np.testing.assert_array_equal(auto.theta, ref.theta)

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpreg.estimators.iv import (
+    AUTO_MIN_WORK,
     _prepare,
     _stage_gradients,
     default_clip_threshold,
@@ -196,3 +197,21 @@ def test_bad_kernel_raises(fit):
         kw |= dict(rho1=1.0, clip_theta=3.0)
     with pytest.raises(ValueError, match="kernel"):
         fit(Z, X, y, **kw)
+
+
+def test_auto_kernel_is_rows_for_small_calls_and_fast_for_large_ones():
+    """The default picks by n * trials * T (a deterministic function of the shapes)."""
+    kw = dict(rho1=5.0, rho2=5.0, step_theta=1.0, step_beta=0.02, clip_theta=30.0)
+    kw |= dict(clip_beta=30.0)
+    Z, X, y, _ = _iv_data(13, 200, 2, 2)
+    assert 200 * 3 * 5 < AUTO_MIN_WORK
+    small = {k: fit_dp_two_stage_gd(Z, X, y, rng=np.random.default_rng(1), T=5, trials=3,
+                                    kernel=k, **kw)
+             for k in ("auto", "rows")}  # fmt: skip
+    np.testing.assert_array_equal(small["auto"].theta, small["rows"].theta)
+    Z, X, y, _ = _iv_data(14, 2048, 2, 2)
+    assert 2048 * 64 * 32 >= AUTO_MIN_WORK
+    large = {k: fit_dp_two_stage_gd(Z, X, y, rng=np.random.default_rng(1), T=32, trials=64,
+                                    kernel=k, return_path=False, **kw)
+             for k in ("auto", "fast")}  # fmt: skip
+    np.testing.assert_array_equal(large["auto"].theta, large["fast"].theta)

@@ -48,6 +48,7 @@ from dpreg.estimators.dp_stat import dp_stat_counts, dp_stat_from_counts
 
 __all__ = [
     "CLIP_RULES",
+    "AUTO_MIN_ROWS",
     "PASS_KERNELS",
     "BlockLayout",
     "OracleInfo",
@@ -61,8 +62,14 @@ __all__ = [
 ]
 
 CLIP_RULES: tuple[str, ...] = ("adaptive", "fixed", "oracle", "none")
-PASS_KERNELS: tuple[str, ...] = ("numba", "numpy")
-"""Kernels of :func:`ambssgd_pass` on :class:`PermutedRows`: compiled, or the numpy reference."""
+PASS_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+"""Kernels of :func:`ambssgd_pass` on :class:`PermutedRows`: compiled, the numpy reference,
+or ``"auto"`` (compiled from :data:`AUTO_MIN_ROWS` rows read)."""
+
+AUTO_MIN_ROWS = 1 << 22
+"""``kernel="auto"`` reads rows with the compiled kernels when replicates x rows reaches
+this; below it the numpy reference costs about as much as the kernels' one-time start in a
+fresh process (numba's import and cache load, about 1 s)."""
 _ADAPTIVE, _FIXED, _ORACLE, _NONE = range(4)
 _WORK_ELEMENTS = 2**20
 
@@ -265,9 +272,11 @@ class PermutedRows:
 
     The permutations are drawn from ``rng`` once (Algorithm 2, line 2: "randomly
     permute"): ``argsort`` of ``rng.random((D, n))`` per replicate; replicate k reads
-    ``X[perm_k[pos:pos+k]]``. ``kernel="numba"`` (default) lets :func:`ambssgd_pass`
-    read the rows in place (:meth:`take_indices`) with compiled kernels; ``"numpy"`` is
-    the reference (gathered copies, :meth:`take`). The permutations are the same (with
+    ``X[perm_k[pos:pos+k]]``. ``kernel="numba"`` lets :func:`ambssgd_pass` read the rows
+    in place (:meth:`take_indices`) with compiled kernels; ``"numpy"`` is the reference
+    (gathered copies, :meth:`take`); ``"auto"`` (default) is ``"numba"`` when
+    ``n_replicates * n >= AUTO_MIN_ROWS``, else ``"numpy"`` (``self.kernel`` holds the
+    choice). The permutations are the same (with
     ``"numba"`` the same keys are drawn and sorted a block of replicates at a time and
     stored as int32: a fifth of the memory).
     """
@@ -280,15 +289,17 @@ class PermutedRows:
         rng: np.random.Generator,
         *,
         shuffle: bool = True,
-        kernel: str = "numba",
+        kernel: str = "auto",
     ):
         if kernel not in PASS_KERNELS:
             raise ValueError(f"kernel must be one of {PASS_KERNELS}; got {kernel!r}")
         self.X, self.y = X, y
-        self.kernel = kernel
         self.n_replicates = int(n_replicates)
         self.d = X.shape[1]
         n = X.shape[0]
+        if kernel == "auto":
+            kernel = "numba" if self.n_replicates * n >= AUTO_MIN_ROWS else "numpy"
+        self.kernel = kernel
         if shuffle and kernel == "numpy":
             self.perm = np.argsort(rng.random((self.n_replicates, n)), axis=1)
         elif shuffle:  # the same keys drawn a block of replicates at a time, int32 indices

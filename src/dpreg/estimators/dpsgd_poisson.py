@@ -22,10 +22,11 @@ Poisson sampling). DP-AMBSSGD's guarantee is replace-one, which is stronger at e
 Poisson sampling is exact and vectorised over trials: inclusion positions are cumulative
 sums of geometric gaps (the gaps between successes of independent Bernoulli(q) trials).
 
-:func:`fit_dp_sgd_poisson` with ``kernel="numba"`` (the default) reads each trial's
-sampled rows in place in one compiled pass (residual, clip, sum); ``kernel="numpy"``
-(the reference) gathers them into a (trials, M, d) copy. The draws are the same; the
-results agree up to the order of the additions (``tests/unit/test_dpsgd_poisson_kernel.py``).
+:func:`fit_dp_sgd_poisson` with ``kernel="numba"`` (what ``"auto"``, the default, picks
+for large calls) reads each trial's sampled rows in place in one compiled pass (residual,
+clip, sum); ``kernel="numpy"`` (the reference) gathers them into a (trials, M, d) copy.
+The draws are the same; the results agree up to the order of the additions
+(``tests/unit/test_dpsgd_poisson_kernel.py``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.results import Fit
 
 __all__ = [
+    "AUTO_MIN_ROWS",
     "POISSON_KERNELS",
     "dp_sgd_poisson_runs",
     "dp_sgd_poisson_stream_runs",
@@ -58,8 +60,14 @@ __all__ = [
 ]
 
 
-POISSON_KERNELS: tuple[str, ...] = ("numba", "numpy")
-"""Kernels of :func:`fit_dp_sgd_poisson`: compiled in-place reads, or the numpy reference."""
+POISSON_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+"""Kernels of :func:`fit_dp_sgd_poisson`: compiled in-place reads, the numpy reference, or
+``"auto"`` (compiled from :data:`AUTO_MIN_ROWS` expected sampled rows)."""
+
+AUTO_MIN_ROWS = 1 << 22
+"""``kernel="auto"`` sums with the compiled kernel when trials x steps x batch size reaches
+this; below it the numpy reference costs about as much as the kernel's one-time start in a
+fresh process (numba's import and cache load, about 1 s)."""
 
 
 @cache
@@ -230,7 +238,7 @@ def fit_dp_sgd_poisson(
     accountant: str = "rdp",
     bound_X: float | None = None,
     bound_y: float | None = None,
-    kernel: str = "numba",
+    kernel: str = "auto",
 ) -> Fit:
     r"""DP-SGD with Poisson subsampling, calibrated by dp-accounting.
 
@@ -261,10 +269,11 @@ def fit_dp_sgd_poisson(
         accepted like every other estimator's and checked against the data (never
         clipped); the mechanism is set by ``clip``, so they change nothing else.
         ``None``: no bound declared.
-    kernel : {"numba", "numpy"}, default "numba"
+    kernel : {"auto", "numba", "numpy"}, default "auto"
         How each step's clipped gradients are summed: compiled, reading the sampled
-        rows in place, or the numpy reference (gathered copies). Same draws, same
-        result up to rounding.
+        rows in place, or the numpy reference (gathered copies); ``"auto"`` is
+        ``"numba"`` when ``trials * steps * batch_size >= AUTO_MIN_ROWS``
+        (:math:`2^{22}`), else ``"numpy"``. Same draws, same result up to rounding.
 
     Returns
     -------
@@ -316,6 +325,8 @@ def fit_dp_sgd_poisson(
     clipped = np.zeros(trials)
     seen = np.zeros(trials)
     tail_start = steps // 2 + 1
+    if kernel == "auto":
+        kernel = "numba" if trials * steps * batch_size >= AUTO_MIN_ROWS else "numpy"
     if kernel == "numba":
         step_kernel = _step_kernel()
         norms = np.sqrt(np.einsum("id,id->i", X, X))

@@ -69,6 +69,7 @@ from dpreg.results import Fit
 
 __all__ = [
     "CALIBRATIONS",
+    "AUTO_MIN_WORK",
     "KERNELS",
     "NEIGHBOURING",
     "clipped_gradient_means",
@@ -80,8 +81,14 @@ __all__ = [
     "population_step_sizes",
 ]
 
-KERNELS: tuple[str, ...] = ("fast", "rows")
-"""Gradient kernels: ``"fast"`` (certified, :mod:`dpreg.estimators.iv_kernel`), ``"rows"``."""
+KERNELS: tuple[str, ...] = ("auto", "fast", "rows")
+"""Gradient kernels: ``"fast"`` (certified, :mod:`dpreg.estimators.iv_kernel`), ``"rows"``
+(the reference), ``"auto"`` (``"fast"`` from :data:`AUTO_MIN_WORK` row-trial-steps)."""
+
+AUTO_MIN_WORK = 1 << 22
+"""``kernel="auto"`` clips with the compiled kernel when n * trials * T reaches this: below
+it the reference costs about as much as the kernel's one-time start in a fresh process
+(numba's import and cache load, about 1 s), so small calls never import numba."""
 
 CALIBRATIONS: tuple[str, ...] = ("exact", "paper")
 """Noise calibrations: ``"exact"`` meets the stated rho exactly; ``"paper"`` is Prop. 3.1."""
@@ -544,9 +551,11 @@ def _iterate(
 ) -> dict[str, Any]:
     """Run the simultaneous two-stage recursion; the one code path of Algorithms 1-3.
 
-    ``kernel="fast"`` on shared data with a clipped stage evaluates the clipped gradients
-    with :class:`dpreg.estimators.iv_kernel.CertifiedIVGradients` (equal to the
-    reference :func:`_stage_gradients` up to rounding); otherwise the reference runs.
+    ``kernel="fast"`` (or ``"auto"`` from :data:`AUTO_MIN_WORK`) on shared data with a
+    clipped stage evaluates the clipped gradients with
+    :class:`dpreg.estimators.iv_kernel.CertifiedIVGradients` (equal to the reference
+    :func:`_stage_gradients` up to rounding); without clipping and noise ``"fast"`` and
+    ``"auto"`` run the compiled recursion; otherwise the reference runs.
 
     Noise draws, per step t: ``Xi`` as ``rng.standard_normal((trials, q, p))`` if
     ``lambda1 > 0``, then ``nu`` as ``rng.standard_normal((trials, p))`` if
@@ -555,7 +564,7 @@ def _iterate(
     """
     q, p = d.q, d.p
     plain = not (math.isfinite(clip_theta) or math.isfinite(clip_beta) or lambda1 or lambda2)
-    if kernel == "fast" and d.shared and plain:
+    if kernel != "rows" and d.shared and plain:
         return _plain_run(d, trials=trials, T=T, step_theta=step_theta, step_beta=step_beta,
                           return_path=return_path)  # fmt: skip
     Theta = np.zeros((trials, q, p))
@@ -564,6 +573,8 @@ def _iterate(
     theta_path = np.empty((trials, T, q, p)) if return_path else None
     frac_theta = np.empty((trials, T))
     frac_beta = np.empty((trials, T))
+    if kernel == "auto":
+        kernel = "fast" if d.n * trials * T >= AUTO_MIN_WORK else "rows"
     gradients = _gradient_function(d, clip_theta, clip_beta, kernel)
     with np.errstate(over="ignore", invalid="ignore"):  # divergent runs are reported, not raised
         for t in range(T):
@@ -707,7 +718,7 @@ def fit_two_stage_gd(
     step_beta: float,
     trials: int = 1,
     return_path: bool = True,
-    kernel: str = "fast",
+    kernel: str = "auto",
 ) -> Fit:
     r"""2S-GD, non-private two-stage gradient descent (Liang et al. 2025, Algorithm 2).
 
@@ -740,10 +751,10 @@ def fit_two_stage_gd(
     return_path : bool, default True
         Keep :math:`\beta^{(1..T)}` in ``Fit.path`` and :math:`\Theta^{(1..T)}` in
         ``diagnostics["theta_path"]`` (memory ``trials * T * q * p`` floats).
-    kernel : {"fast", "rows"}, default "fast"
-        On shared data ``"fast"`` runs the recursion compiled from the sufficient
-        statistics (:func:`dpreg.estimators.iv_kernel.plain_recursion`); ``"rows"`` is
-        the reference numpy loop. Equal up to rounding.
+    kernel : {"auto", "fast", "rows"}, default "auto"
+        On shared data ``"fast"`` and ``"auto"`` run the recursion compiled from the
+        sufficient statistics (:func:`dpreg.estimators.iv_kernel.plain_recursion`);
+        ``"rows"`` is the reference numpy loop. Equal up to rounding.
 
     Returns
     -------
@@ -827,7 +838,7 @@ def fit_dp_two_stage_gd(
     trials: int = 1,
     calibration: str = "exact",
     return_path: bool = True,
-    kernel: str = "fast",
+    kernel: str = "auto",
 ) -> Fit:
     r"""DP-2S-GD, private two-stage gradient descent (Liang et al. 2025, Algorithm 1).
 
@@ -873,11 +884,12 @@ def fit_dp_two_stage_gd(
         :math:`(\rho_1 + \rho_2)/2`.
     return_path : bool, default True
         Keep the trajectories (``Fit.path``, ``diagnostics["theta_path"]``).
-    kernel : {"fast", "rows"}, default "fast"
+    kernel : {"auto", "fast", "rows"}, default "auto"
         How the clipped gradients are evaluated on shared data: ``"fast"`` skips the
         rows a certificate shows unclipped (:mod:`dpreg.estimators.iv_kernel`),
-        ``"rows"`` (the reference) visits every row. Same draws, same output to
-        rounding, same clip counts.
+        ``"rows"`` (the reference) visits every row, ``"auto"`` is ``"fast"`` when
+        ``n * trials * T >= AUTO_MIN_WORK`` (:math:`2^{22}`), else ``"rows"``. Same
+        draws, same output to rounding, same clip counts.
 
     Returns
     -------
@@ -1050,7 +1062,7 @@ def fit_dp_two_stage_gd_beta(
     trials: int = 1,
     calibration: str = "exact",
     return_path: bool = True,
-    kernel: str = "fast",
+    kernel: str = "auto",
 ) -> Fit:
     r"""DP-2S-GD-:math:`\beta`: noise in the second stage only (Liang et al. 2025, Alg. 3).
 
@@ -1101,7 +1113,7 @@ def fit_dp_two_stage_gd_beta(
         See :func:`noise_scale`.
     return_path : bool, default True
         Keep the trajectories.
-    kernel : {"fast", "rows"}, default "fast"
+    kernel : {"auto", "fast", "rows"}, default "auto"
         See :func:`fit_dp_two_stage_gd`.
 
     Returns
