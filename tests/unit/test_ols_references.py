@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from linearmodels.iv import IV2SLS as LinearModelsIV2SLS
 
 from dpreg.estimators import get_estimator
@@ -230,3 +232,39 @@ def test_two_sls_takes_keywords_only_so_x_and_z_cannot_be_swapped():
         two_sls_reference(y, X, Z, W)
     batch = two_sls(y=np.stack([y, y]), X=np.stack([X, X]), Z=np.stack([Z, Z]))
     np.testing.assert_allclose(batch[0], two_sls(y=y, X=X, Z=Z), rtol=1e-9)
+
+
+# ---------------------------------------------------------------------- OLS solvers (issue 18)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(12, 400),
+    d=st.integers(1, 12),
+    log_scale=st.floats(0.0, 4.0),
+)
+def test_gram_solver_equals_lstsq(seed, n, d, log_scale):
+    """Well conditioned or not, "gram" gives lstsq's minimum-norm solution and rank."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * 10.0 ** rng.uniform(-log_scale, log_scale, size=d)
+    y = X @ rng.normal(size=d) + rng.normal(size=n)
+    gram = fit_ols(X, y, solver="gram")
+    ref = fit_ols(X, y, solver="lstsq")
+    scale = np.abs(ref.theta).max()
+    np.testing.assert_allclose(gram.theta, ref.theta, rtol=0, atol=1e-9 * scale)
+    assert gram.diagnostics["rank"] == ref.diagnostics["rank"]
+
+
+def test_gram_solver_falls_back_on_rank_deficiency_and_ill_conditioning():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 3))
+    deficient = np.column_stack([X, X[:, 0] + X[:, 1]])  # rank 3: the minimum-norm solution
+    y = rng.normal(size=50)
+    for design in (deficient, X * np.array([1.0, 1.0, 1e-5])):  # cond(X'X) = 1e10 > 1e6
+        gram, ref = fit_ols(design, y, solver="gram"), fit_ols(design, y, solver="lstsq")
+        np.testing.assert_array_equal(gram.theta, ref.theta)  # the same call: lstsq
+        assert gram.diagnostics["rank"] == ref.diagnostics["rank"]
+    assert fit_ols(deficient, y).diagnostics["rank"] == 3
+    with pytest.raises(ValueError, match="solver"):
+        fit_ols(X, y, solver="qr")

@@ -38,14 +38,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
 
+from dpreg.estimators.ambssgd_kernel import batch_gradient, stat_magnitudes
 from dpreg.estimators.dp_stat import dp_stat_counts, dp_stat_from_counts
 
 __all__ = [
     "CLIP_RULES",
+    "AUTO_MIN_ROWS",
+    "PASS_KERNELS",
     "BlockLayout",
     "OracleInfo",
     "PassResult",
@@ -58,6 +62,14 @@ __all__ = [
 ]
 
 CLIP_RULES: tuple[str, ...] = ("adaptive", "fixed", "oracle", "none")
+PASS_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+"""Kernels of :func:`ambssgd_pass` on :class:`PermutedRows`: compiled, the numpy reference,
+or ``"auto"`` (compiled from :data:`AUTO_MIN_ROWS` rows read)."""
+
+AUTO_MIN_ROWS = 1 << 22
+"""``kernel="auto"`` reads rows with the compiled kernels when replicates x rows reaches
+this; below it the numpy reference costs about as much as the kernels' one-time start in a
+fresh process (numba's import and cache load, about 1 s)."""
 _ADAPTIVE, _FIXED, _ORACLE, _NONE = range(4)
 _WORK_ELEMENTS = 2**20
 
@@ -259,7 +271,14 @@ class PermutedRows:
     """Rows of one stored data set, read through D independent uniform permutations.
 
     The permutations are drawn from ``rng`` once (Algorithm 2, line 2: "randomly
-    permute"); replicate k reads ``X[perm_k[pos:pos+k]]``.
+    permute"): ``argsort`` of ``rng.random((D, n))`` per replicate; replicate k reads
+    ``X[perm_k[pos:pos+k]]``. ``kernel="numba"`` lets :func:`ambssgd_pass` read the rows
+    in place (:meth:`take_indices`) with compiled kernels; ``"numpy"`` is the reference
+    (gathered copies, :meth:`take`); ``"auto"`` (default) is ``"numba"`` when
+    ``n_replicates * n >= AUTO_MIN_ROWS``, else ``"numpy"`` (``self.kernel`` holds the
+    choice). The permutations are the same (with
+    ``"numba"`` the same keys are drawn and sorted a block of replicates at a time and
+    stored as int32: a fifth of the memory).
     """
 
     def __init__(
@@ -270,21 +289,44 @@ class PermutedRows:
         rng: np.random.Generator,
         *,
         shuffle: bool = True,
+        kernel: str = "auto",
     ):
+        if kernel not in PASS_KERNELS:
+            raise ValueError(f"kernel must be one of {PASS_KERNELS}; got {kernel!r}")
         self.X, self.y = X, y
         self.n_replicates = int(n_replicates)
         self.d = X.shape[1]
         n = X.shape[0]
-        if shuffle:
+        if kernel == "auto":
+            kernel = "numba" if self.n_replicates * n >= AUTO_MIN_ROWS else "numpy"
+        self.kernel = kernel
+        if shuffle and kernel == "numpy":
             self.perm = np.argsort(rng.random((self.n_replicates, n)), axis=1)
+        elif shuffle:  # the same keys drawn a block of replicates at a time, int32 indices
+            D = self.n_replicates
+            self.perm = np.empty((D, n), dtype=np.int32 if n < 2**31 else np.int64)
+            step = max(1, 2**20 // max(n, 1))  # keys of a block: <= 8 MB
+            for start in range(0, D, step):
+                keys = rng.random((min(step, D - start), n))
+                self.perm[start : start + keys.shape[0]] = np.argsort(keys, axis=1)
         else:
             self.perm = np.broadcast_to(np.arange(n), (self.n_replicates, n))
         self.pos = 0
 
-    def take(self, k: int) -> tuple[np.ndarray, np.ndarray, None]:
-        """Return the next k rows of every replicate's permutation (see RowSource)."""
+    @cached_property
+    def norms(self) -> np.ndarray:
+        """Row norms of ``X`` (n,), for the compiled kernels."""
+        return np.sqrt(np.einsum("id,id->i", self.X, self.X))
+
+    def take_indices(self, k: int) -> np.ndarray:
+        """Return the next k row indices of every replicate's permutation, (D, k)."""
         idx = self.perm[:, self.pos : self.pos + k]
         self.pos += k
+        return idx
+
+    def take(self, k: int) -> tuple[np.ndarray, np.ndarray, None]:
+        """Return the next k rows of every replicate's permutation (see RowSource)."""
+        idx = self.take_indices(k)
         return self.X[idx], self.y[idx], None
 
 
@@ -445,6 +487,11 @@ def ambssgd_pass(
     oracle_log_factor : float, optional
         :math:`\ln^{2a}N` of the oracle rule (default ``log_factor**2``).
 
+    A :class:`PermutedRows` source with ``kernel="numba"`` is read in place through its
+    permutation by the compiled kernels of :mod:`dpreg.estimators.ambssgd_kernel` (the
+    same results up to the order of additions); other sources, and ``kernel="numpy"``,
+    go through ``source.take`` (the reference).
+
     Returns
     -------
     PassResult
@@ -485,17 +532,24 @@ def ambssgd_pass(
             Rm -= z[:, :, None] * sig[None, None, :]
         return Rm
 
+    fast = isinstance(source, PermutedRows) and source.kernel == "numba"
     for t in range(T):
         # --- DP-STAT on the stat sample [tau, tau + s) -------------------------------
-        Xs, base_s, z_s = source.take(layout.s)
+        if fast:
+            idx_s = source.take_indices(layout.s)
+        else:
+            Xs, base_s, z_s = source.take(layout.s)
         zeta = np.empty((D, R))
         if oracle is not None:
             err2 = oracle.h_norm_sq(W)
             steps["residual_scale"][:, :, t] = np.sqrt(err2 + sig[None, :] ** 2)
             steps["excess_risk_iterate"][:, :, t] = 0.5 * err2
         if adaptive.size:
-            mags = np.abs(residuals(Xs, base_s, z_s)[:, :, adaptive])  # (D, s, Ra)
-            mags = np.moveaxis(mags, 1, 2)  # (D, Ra, s)
+            if fast:
+                mags = stat_magnitudes(source.X, source.y, idx_s, W, adaptive)  # (D, Ra, s)
+            else:
+                mags = np.abs(residuals(Xs, base_s, z_s)[:, :, adaptive])  # (D, s, Ra)
+                mags = np.moveaxis(mags, 1, 2)  # (D, Ra, s)
             # Counting on a / Delta_r against the grid 2^i: each record still adds 0 or 1
             # to each count (sensitivity 1), whatever the rounding of the division.
             mags /= deltas[adaptive][None, :, None]
@@ -524,9 +578,14 @@ def ambssgd_pass(
         steps["zeta"][:, :, t] = zeta
 
         # --- clipped mini-batch gradient on [tau + s, tau + s + b) ---------------------
-        grad = np.zeros((D, d, R))
-        clipped = np.zeros((D, R))
-        left = layout.b
+        if fast:
+            idx = source.take_indices(layout.b)
+            grad, clipped = batch_gradient(source.X, source.y, source.norms, idx, W, zeta)
+            left = 0
+        else:
+            grad = np.zeros((D, d, R))
+            clipped = np.zeros((D, R))
+            left = layout.b
         while left > 0:
             k = min(chunk, left)
             left -= k

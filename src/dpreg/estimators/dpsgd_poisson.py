@@ -21,12 +21,19 @@ Poisson sampling). DP-AMBSSGD's guarantee is replace-one, which is stronger at e
 
 Poisson sampling is exact and vectorised over trials: inclusion positions are cumulative
 sums of geometric gaps (the gaps between successes of independent Bernoulli(q) trials).
+
+:func:`fit_dp_sgd_poisson` with ``kernel="numba"`` (what ``"auto"``, the default, picks
+for large calls) reads each trial's sampled rows in place in one compiled pass (residual,
+clip, sum); ``kernel="numpy"`` (the reference) gathers them into a (trials, M, d) copy.
+The draws are the same; the results agree up to the order of the additions
+(``tests/unit/test_dpsgd_poisson_kernel.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -44,11 +51,54 @@ from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.results import Fit
 
 __all__ = [
+    "AUTO_MIN_ROWS",
+    "POISSON_KERNELS",
     "dp_sgd_poisson_runs",
     "dp_sgd_poisson_stream_runs",
     "fit_dp_sgd_poisson",
     "poisson_positions",
 ]
+
+
+POISSON_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+"""Kernels of :func:`fit_dp_sgd_poisson`: compiled in-place reads, the numpy reference, or
+``"auto"`` (compiled from :data:`AUTO_MIN_ROWS` expected sampled rows)."""
+
+AUTO_MIN_ROWS = 1 << 22
+"""``kernel="auto"`` sums with the compiled kernel when trials x steps x batch size reaches
+this; below it the numpy reference costs about as much as the kernel's one-time start in a
+fresh process (numba's import and cache load, about 1 s)."""
+
+
+@cache
+def _step_kernel() -> Any:
+    """Compile (or load from numba's cache) one step's clipped gradient sums."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def step(X, y, norms, pos, mask, W, clip, total, clipped, seen):
+        # total[k] += sum over sampled rows i = pos[k, j] (mask) of
+        # x_i r_i clip / max(|r_i| ||x_i||, clip), r_i = <x_i, W[k]> - y_i; counts.
+        trials, M = pos.shape
+        d = X.shape[1]
+        for k in range(trials):
+            for j in range(M):
+                if not mask[k, j]:
+                    continue
+                i = pos[k, j]
+                r = 0.0
+                for c in range(d):
+                    r += X[i, c] * W[k, c]
+                r -= y[i]
+                g = abs(r) * norms[i]
+                if g > clip:
+                    clipped[k] += 1.0
+                seen[k] += 1.0
+                coef = r * (clip / max(g, clip))
+                for c in range(d):
+                    total[k, c] += X[i, c] * coef
+
+    return step
 
 
 def poisson_positions(
@@ -188,6 +238,7 @@ def fit_dp_sgd_poisson(
     accountant: str = "rdp",
     bound_X: float | None = None,
     bound_y: float | None = None,
+    kernel: str = "auto",
 ) -> Fit:
     r"""DP-SGD with Poisson subsampling, calibrated by dp-accounting.
 
@@ -218,6 +269,11 @@ def fit_dp_sgd_poisson(
         accepted like every other estimator's and checked against the data (never
         clipped); the mechanism is set by ``clip``, so they change nothing else.
         ``None``: no bound declared.
+    kernel : {"auto", "numba", "numpy"}, default "auto"
+        How each step's clipped gradients are summed: compiled, reading the sampled
+        rows in place, or the numpy reference (gathered copies); ``"auto"`` is
+        ``"numba"`` when ``trials * steps * batch_size >= AUTO_MIN_ROWS``
+        (:math:`2^{22}`), else ``"numpy"``. Same draws, same result up to rounding.
 
     Returns
     -------
@@ -248,6 +304,7 @@ def fit_dp_sgd_poisson(
     batch_size = check_positive(batch_size, "batch_size")
     epochs = check_positive(epochs, "epochs")
     check_choice(accountant, "accountant", ACCOUNTANTS)
+    check_choice(kernel, "kernel", POISSON_KERNELS)
     if isinstance(n_public, bool) or not isinstance(n_public, int | np.integer) or n_public < 1:
         raise ValueError(f"n_public must be a positive integer; got {n_public!r}")
     n_public = int(n_public)
@@ -268,16 +325,25 @@ def fit_dp_sgd_poisson(
     clipped = np.zeros(trials)
     seen = np.zeros(trials)
     tail_start = steps // 2 + 1
+    if kernel == "auto":
+        kernel = "numba" if trials * steps * batch_size >= AUTO_MIN_ROWS else "numpy"
+    if kernel == "numba":
+        step_kernel = _step_kernel()
+        norms = np.sqrt(np.einsum("id,id->i", X, X))
     for t in range(steps):
         pos, mask = poisson_positions(n, q, trials, rng)
-        Xb = X[pos]  # (trials, M, d)
-        r = np.einsum("kmd,kd->km", Xb, W) - y[pos]
-        gnorm = np.abs(r) * np.sqrt(np.einsum("kmd,kmd->km", Xb, Xb))
-        over = (gnorm > clip) & mask
-        clipped += over.sum(axis=1)
-        seen += mask.sum(axis=1)
-        coef = np.where(mask, r * (clip / np.maximum(gnorm, clip)), 0.0)
-        total = np.einsum("kmd,km->kd", Xb, coef)
+        if kernel == "numba":
+            total = np.zeros((trials, d))
+            step_kernel(X, y, norms, pos, mask, W, clip, total, clipped, seen)
+        else:
+            Xb = X[pos]  # (trials, M, d)
+            r = np.einsum("kmd,kd->km", Xb, W) - y[pos]
+            gnorm = np.abs(r) * np.sqrt(np.einsum("kmd,kmd->km", Xb, Xb))
+            over = (gnorm > clip) & mask
+            clipped += over.sum(axis=1)
+            seen += mask.sum(axis=1)
+            coef = np.where(mask, r * (clip / np.maximum(gnorm, clip)), 0.0)
+            total = np.einsum("kmd,km->kd", Xb, coef)
         total += sigma_dp * clip * rng.standard_normal((trials, d))
         W = W - eta * total / batch_size
         if t + 1 >= tail_start:

@@ -1,0 +1,141 @@
+r"""Compiled inner loops of DP-AMBSSGD on permuted rows (Varshney, Thakurta & Jain 2022, Alg. 2).
+
+:func:`dpreg.estimators.ambssgd_core.ambssgd_pass` on a source with ``kernel="numpy"`` (the
+reference) gathers each replicate's permuted rows into a copy (``X[perm]``, one
+``(D, k, d)`` array per chunk) and multiplies. With ``kernel="numba"`` (the default) the
+rows of a :class:`dpreg.estimators.ambssgd_core.PermutedRows` source are read in place
+through the permutation indices, and the residual, the clip test and the gradient sum of
+each row are done in one compiled pass (:func:`batch_gradient`); the stat sample's
+residual magnitudes likewise (:func:`stat_magnitudes`). The random draws are untouched
+(the kernels draw nothing); the results equal the reference's up to the order of the
+floating-point additions (``tests/unit/test_ambssgd_kernel.py``).
+
+The permutations themselves are the reference's (``numpy.argsort`` of the same
+uniform keys): a bucket sort in compiled code was no faster here.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+__all__ = ["batch_gradient", "stat_magnitudes"]
+
+
+@cache
+def _kernels() -> tuple[Any, Any]:
+    """Compile (or load from numba's cache) the two kernels."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def gradient(X, y, norms, idx, W, zeta, grad, clipped):
+        # idx (D, k) rows of X (n, d), y (n,), norms (n,); W, grad (D, d, R); zeta,
+        # clipped (D, R). grad += sum_i x_i min(1, zeta / (|r_i| ||x_i||)) r_i,
+        # r_i = <x_i, W> - y_i; clipped counts |r_i| ||x_i|| > zeta.
+        D, k = idx.shape
+        d = X.shape[1]
+        R = W.shape[2]
+        for a in range(D):
+            for j in range(k):
+                i = idx[a, j]
+                for r in range(R):
+                    res = 0.0
+                    for c in range(d):
+                        res += X[i, c] * W[a, c, r]
+                    res -= y[i]
+                    g = abs(res) * norms[i]
+                    if g > zeta[a, r]:
+                        clipped[a, r] += 1.0
+                        res = res * (zeta[a, r] / g)
+                    for c in range(d):
+                        grad[a, c, r] += X[i, c] * res
+
+    @numba.njit(cache=True, nogil=True)
+    def magnitudes(X, y, idx, W, runs, out):
+        # out (D, len(runs), k) = |<x_i, W[:, :, run]> - y_i| for the rows idx (D, k).
+        D, k = idx.shape
+        d = X.shape[1]
+        for a in range(D):
+            for j in range(k):
+                i = idx[a, j]
+                for m in range(runs.shape[0]):
+                    r = runs[m]
+                    res = 0.0
+                    for c in range(d):
+                        res += X[i, c] * W[a, c, r]
+                    out[a, m, j] = abs(res - y[i])
+
+    return gradient, magnitudes
+
+
+def batch_gradient(
+    X: np.ndarray,
+    y: np.ndarray,
+    norms: np.ndarray,
+    idx: np.ndarray,
+    W: np.ndarray,
+    zeta: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Return the summed clipped gradients of the rows ``idx`` and the clip counts.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    y : ndarray, shape (n,)
+    norms : ndarray, shape (n,)
+        :math:`\|x_i\|`.
+    idx : ndarray of int32 or int64, shape (D, k)
+        Rows of each replicate's batch.
+    W : ndarray, shape (D, d, R)
+        Current iterates.
+    zeta : ndarray, shape (D, R)
+        Clip levels (``inf``: no clipping).
+
+    Returns
+    -------
+    grad : ndarray, shape (D, d, R)
+        :math:`\sum_i x_i r_i\min(1, \zeta/(|r_i|\|x_i\|))`, :math:`r_i = x_i^\top w - y_i`.
+    clipped : ndarray, shape (D, R)
+        Number of rows with :math:`|r_i|\|x_i\| > \zeta`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [0.0, 2.0]]); y = np.array([1.0, -1.0])
+    >>> grad, clipped = batch_gradient(X, y, np.linalg.norm(X, axis=1),
+    ...                                np.array([[0, 1]]), np.zeros((1, 2, 1)),
+    ...                                np.array([[1.0]]))
+    >>> grad[0, :, 0].tolist(), clipped.tolist()
+    ([-1.0, 1.0], [[1.0]])
+    """
+    D, d, R = W.shape
+    grad = np.zeros((D, d, R))
+    clipped = np.zeros((D, R))
+    _kernels()[0](
+        X, y, norms, np.ascontiguousarray(idx), np.ascontiguousarray(W),
+        np.ascontiguousarray(zeta, dtype=np.float64), grad, clipped,
+    )  # fmt: skip
+    return grad, clipped
+
+
+def stat_magnitudes(
+    X: np.ndarray, y: np.ndarray, idx: np.ndarray, W: np.ndarray, runs: np.ndarray
+) -> np.ndarray:
+    r"""Residual magnitudes :math:`|x_i^\top w_r - y_i|`, shape (D, len(runs), k).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.eye(2); y = np.array([1.0, -3.0])
+    >>> stat_magnitudes(X, y, np.array([[1, 0]]), np.zeros((1, 2, 2)), np.array([1]))
+    array([[[3., 1.]]])
+    """
+    D, k = idx.shape
+    out = np.empty((D, runs.size, k))
+    _kernels()[1](
+        X, y, np.ascontiguousarray(idx), np.ascontiguousarray(W),
+        np.ascontiguousarray(runs, dtype=np.int64), out,
+    )  # fmt: skip
+    return out

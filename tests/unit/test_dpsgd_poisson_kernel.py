@@ -1,0 +1,59 @@
+"""DP-SGD with Poisson subsampling: the compiled step against the numpy reference (issue 18)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpreg.estimators.dpsgd_poisson import fit_dp_sgd_poisson
+from dpreg.privacy.budgets import ApproxDP
+
+
+def _data(n: int, d: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ rng.normal(size=d) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("clip", [0.2, 2.0, 1e6])  # most rows clipped .. none
+@pytest.mark.parametrize("epsilon", [1.0, math.inf])
+def test_numba_step_equals_the_numpy_reference(clip, epsilon):
+    X, y = _data(3000, 6)
+    kw = dict(budget=ApproxDP(epsilon, 1e-6), trials=5, clip=clip, eta=0.3, batch_size=150)
+    kw |= dict(n_public=3000, epochs=2.0)
+    fast = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(4), kernel="numba", **kw)
+    ref = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(4), kernel="numpy", **kw)
+    scale = 1.0 + np.abs(ref.theta).max()
+    np.testing.assert_allclose(fast.theta, ref.theta, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_array_equal(
+        fast.nonprivate_diagnostics["clip_fraction"], ref.nonprivate_diagnostics["clip_fraction"]
+    )
+    assert fast.budget_spent == ref.budget_spent
+    assert fast.diagnostics["noise_multiplier"] == ref.diagnostics["noise_multiplier"]
+    frac = ref.nonprivate_diagnostics["clip_fraction"]
+    assert (frac > 0.5).all() if clip == 0.2 else (frac == 0).all() if clip == 1e6 else True
+
+
+def test_bad_kernel_raises():
+    X, y = _data(100, 2)
+    with pytest.raises(ValueError, match="kernel"):
+        fit_dp_sgd_poisson(
+            X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0), clip=1.0, eta=0.1,
+            batch_size=10, n_public=100, kernel="fast",
+        )  # fmt: skip
+
+
+def test_auto_kernel_is_numpy_for_small_calls_and_numba_for_large_ones():
+    from dpreg.estimators.dpsgd_poisson import AUTO_MIN_ROWS
+
+    X, y = _data(20000, 2)
+    kw = dict(budget=ApproxDP(1.0, 1e-6), clip=1.0, eta=0.3, batch_size=2000, n_public=20000)
+    for trials, other in ((3, "numpy"), (AUTO_MIN_ROWS // 20000 + 1, "numba")):
+        auto = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(2), trials=trials, **kw)
+        ref = fit_dp_sgd_poisson(
+            X, y, rng=np.random.default_rng(2), trials=trials, kernel=other, **kw
+        )
+        np.testing.assert_array_equal(auto.theta, ref.theta)
