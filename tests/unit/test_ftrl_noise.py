@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -70,6 +72,75 @@ def test_out_must_match_shape_dtype_and_layout():
         correlated_noise([1.0], w, precision="half")
 
 
+def _former_simulation(lam, corr, eta, T, rng, trials, sigma_sgd, initial_distance, cap):
+    """Frozen copy of the simulation before issue 18 (two noise arrays, fresh blocks)."""
+    d = lam.size
+    noise_std = math.sqrt(corr.gamma_inf_sq / 2.0)
+    beta = corr.coefficients(T)
+    sqrt_lam = np.sqrt(lam)
+    start_tail = T - max(1, int(round(0.5 * T)))
+    n_tail = T - start_tail
+    record_steps = np.arange(0, T, 100)
+    group = max(1, min(trials, int(cap // (8 * T * d))))
+    subopt = np.empty(trials)
+    trace = np.empty((trials, record_steps.size))
+    for first in range(0, trials, group):
+        g = min(group, trials - first)
+        w = rng.standard_normal((T, g * d), dtype=np.float32)
+        w *= np.float32(eta * noise_std)
+        noise = correlated_noise_reference(beta, w, precision="single").reshape(T, g, d)
+        delta = np.full((g, d), initial_distance / math.sqrt(d))
+        acc = np.zeros((g, d))
+        rec = 0
+        for block in range(0, T, 2048):
+            stop = min(block + 2048, T)
+            X = rng.standard_normal((stop - block, g, d), dtype=np.float32).astype(np.float64)
+            X *= sqrt_lam
+            X_eta = X * eta
+            N = noise[block:stop].astype(np.float64)
+            if sigma_sgd > 0:
+                xi = sigma_sgd * rng.standard_normal((stop - block, g))
+            for i, t in enumerate(range(block, stop)):
+                r = ftrl._rowdot(X[i], delta)  # np.vecdot, as the former code
+                if sigma_sgd > 0:
+                    r -= xi[i]
+                delta -= X_eta[i] * r[:, None] + N[i]
+                if t >= start_tail:
+                    acc += delta * delta
+                if t % 100 == 0:
+                    trace[first : first + g, rec] = 0.5 * ((delta * delta) @ lam)
+                    rec += 1
+        subopt[first : first + g] = 0.5 * (acc @ lam) / n_tail
+    return subopt, trace
+
+
+@pytest.mark.parametrize("corr", [nu_ftrl(0.0125), independent()], ids=lambda c: c.name)
+@pytest.mark.parametrize("groups", [1, 3])
+@pytest.mark.parametrize(("sigma_sgd", "initial_distance"), [(0.0, 0.0), (0.5, 2.0)])
+def test_simulation_equals_a_frozen_copy_of_the_former_code(
+    corr, groups, sigma_sgd, initial_distance
+):
+    lam, eta, T, trials = 1.0 / np.arange(1, 6), 0.05, 4500, 5
+    cap = 4 * T * lam.size * 2 if groups == 3 else 2**29  # 2 seeds per group: 2 + 2 + 1
+    fast = simulate_streaming_regression(
+        lam,
+        correlation=corr,
+        eta=eta,
+        T=T,
+        rng=np.random.default_rng(3),
+        trials=trials,
+        sigma_sgd=sigma_sgd,
+        initial_distance=initial_distance,
+        max_noise_bytes=cap,
+    )
+    # the former cap counted two float32 arrays (8 T d bytes per seed): twice the new one
+    subopt, trace = _former_simulation(
+        lam, corr, eta, T, np.random.default_rng(3), trials, sigma_sgd, initial_distance, 2 * cap
+    )
+    np.testing.assert_array_equal(fast.suboptimality, subopt)
+    np.testing.assert_array_equal(fast.trace, trace)
+
+
 @pytest.fixture
 def reference_noise(monkeypatch):
     """The simulation's noise through the former implementation (a fresh array, no out)."""
@@ -79,25 +150,6 @@ def reference_noise(monkeypatch):
         return correlated_noise_reference(beta, w, precision=precision)
 
     monkeypatch.setattr(ftrl, "correlated_noise", former)
-
-
-def _sim(corr, **kw):
-    lam = 1.0 / np.arange(1, 5)
-    return simulate_streaming_regression(
-        lam, correlation=corr, eta=0.05, T=5000, rng=np.random.default_rng(3), trials=3, **kw
-    )
-
-
-@pytest.mark.parametrize("corr", [nu_ftrl(0.0125), independent()], ids=lambda c: c.name)
-@pytest.mark.parametrize("groups", [1, 2])
-def test_simulation_equals_the_former_noise_path_bit_for_bit(corr, groups, request):
-    # groups = 2: two seeds per group (the cap counts 4 T d bytes per seed)
-    kw = {"sigma_sgd": 0.5, "max_noise_bytes": 4 * 5000 * 4 * 2} if groups == 2 else {}
-    fast = _sim(corr, **kw)
-    request.getfixturevalue("reference_noise")
-    ref = _sim(corr, **kw)
-    np.testing.assert_array_equal(fast.suboptimality, ref.suboptimality)
-    np.testing.assert_array_equal(fast.trace, ref.trace)
 
 
 def test_fig2_rows_equal_the_former_noise_path_byte_for_byte(request):

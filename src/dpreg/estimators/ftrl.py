@@ -267,12 +267,18 @@ def simulate_streaming_regression(
         sq = np.empty((g, d))
         grad = np.empty((g, d))
         rec = 0
+        # block buffers, reused (no fresh pages per block); same values as fresh arrays
+        shape = (min(_INPUT_BLOCK, T), g, d)
+        z_buf, X_buf = np.empty(shape, np.float32), np.empty(shape)
+        X_eta_buf, N_buf = np.empty(shape), np.empty(shape)
         for block in range(0, T, _INPUT_BLOCK):
             stop = min(block + _INPUT_BLOCK, T)
-            X = rng.standard_normal((stop - block, g, d), dtype=np.float32).astype(np.float64)
-            X *= sqrt_lam
-            X_eta = X * eta
-            N = noise[block:stop].astype(np.float64)
+            m = stop - block
+            z = rng.standard_normal(dtype=np.float32, out=z_buf[:m])
+            X = np.multiply(z, sqrt_lam, out=X_buf[:m])
+            X_eta = np.multiply(X, eta, out=X_eta_buf[:m])
+            N = N_buf[:m]
+            np.copyto(N, noise[block:stop])
             if sigma_sgd > 0:
                 xi = sigma_sgd * rng.standard_normal((stop - block, g))
             for i, t in enumerate(range(block, stop)):
@@ -288,8 +294,8 @@ def simulate_streaming_regression(
                 if t % record_every == 0:
                     trace[first : first + g, rec] = 0.5 * ((delta * delta) @ lam)
                     rec += 1
-            del X, X_eta, N
-        del noise  # before the next group's draws: one noise array alive at a time
+        # free before the next group's draws: one noise array alive at a time
+        del noise, z_buf, X_buf, X_eta_buf, N_buf
         subopt[first : first + g] = 0.5 * (acc @ lam) / n_tail
         if not np.all(np.isfinite(subopt[first : first + g])):
             raise FloatingPointError(
