@@ -9,8 +9,10 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import fft as sp_fft
 
 import dpreg.estimators.ftrl as ftrl
+import dpreg.estimators.ftrl_noise as ftrl_noise
 from dpreg.estimators.ftrl import fit_dp_ftrl, simulate_streaming_regression
 from dpreg.estimators.ftrl_correlations import (
     damped_anti_pgd,
@@ -41,6 +43,17 @@ def test_blocked_noise_equals_reference_bit_for_bit(T, corr, precision, dtype):
         inplace = w.copy()
         assert correlated_noise(beta, inplace, precision=precision, out=inplace) is inplace
         np.testing.assert_array_equal(inplace, ref)
+
+
+@pytest.mark.parametrize("columns_per_fft", [1, 3, 8])
+def test_fft_batch_width_does_not_change_the_values(monkeypatch, columns_per_fft):
+    T = 700
+    n_fft = sp_fft.next_fast_len(2 * T - 1, real=True)
+    monkeypatch.setattr(ftrl_noise, "_FFT_BUFFER_BYTES", columns_per_fft * n_fft * 4)
+    w = np.random.default_rng(1).standard_normal((T, 21))
+    beta = nu_ftrl(0.02).coefficients(T)
+    ref = correlated_noise_reference(beta, w, precision="single")
+    np.testing.assert_array_equal(correlated_noise(beta, w, precision="single"), ref)
 
 
 def test_blocked_noise_keeps_the_reference_sign_of_zero():

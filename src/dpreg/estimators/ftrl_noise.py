@@ -14,9 +14,9 @@ at once:
   temporaries on the direct path), kept as the reference the fast path is tested
   against: the two agree bit for bit (tests/unit/test_ftrl_noise.py).
 
-Memory: :func:`correlated_noise` needs, besides its input and output, about
-``_FFT_COLUMNS * 3 * n_fft`` numbers on the FFT path (n_fft about :math:`2T`) and
-``_TIME_BLOCK * columns`` on the direct path, whatever the number of columns.
+Memory: :func:`correlated_noise` needs, besides its input and output, three FFT arrays of
+at most 16 columns and about 32 MB each on the FFT path (``n_fft`` about :math:`2T`
+rows) and ``4096 * columns`` numbers on the direct path, whatever the number of columns.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ __all__ = ["DIRECT_TAPS", "correlated_noise", "correlated_noise_reference"]
 DIRECT_TAPS = 8
 """Up to this many leading taps the convolution is summed directly instead of by FFT."""
 _FFT_COLUMNS = 16
+_FFT_BUFFER_BYTES = 32 * 2**20
 _TIME_BLOCK = 4096
 _FFT_BLOCK_BYTES = 64 * 2**20
 
@@ -59,9 +60,9 @@ def correlated_noise(
     r"""Causal convolution along time, :math:`\tilde w_t = \sum_{\tau=0}^{t}\beta_\tau w_{t-\tau}`.
 
     Computed by real FFTs of length ``next_fast_len(2T - 1)`` (no circular wrap-around
-    reaches the first :math:`T` outputs) along axis 0, 16 columns at a time through one
-    zero-padded buffer: :math:`O(T\log T)` per column and a few MB of working memory
-    beyond the input and output. A :math:`\beta` with at most :data:`DIRECT_TAPS`
+    reaches the first :math:`T` outputs) along axis 0, up to 16 columns at a time through
+    one zero-padded buffer: :math:`O(T\log T)` per column and about 100 MB of working
+    memory at most beyond the input and output. A :math:`\beta` with at most :data:`DIRECT_TAPS`
     non-zero leading coefficients (DP-SGD, anti-PGD) is applied directly, tap by tap,
     4096 steps at a time (:math:`O(T)` per tap). The values are those of
     :func:`correlated_noise_reference`, bit for bit.
@@ -141,7 +142,9 @@ def _fft(b: np.ndarray, flat: np.ndarray, res: np.ndarray, dtype: type) -> None:
     T, cols = flat.shape
     n_fft = sp_fft.next_fast_len(2 * T - 1, real=True)
     b_hat = sp_fft.rfft(b.astype(dtype), n=n_fft)[:, None]
-    width = min(_FFT_COLUMNS, cols)
+    # at most 16 columns and about 32 MB per FFT array (4 columns at n_fft = 2e6 floats)
+    fit = _FFT_BUFFER_BYTES // (n_fft * np.dtype(dtype).itemsize)
+    width = max(1, min(_FFT_COLUMNS, fit, cols))
     buf = np.zeros((n_fft, width), dtype=dtype)
     for start in range(0, cols, width):
         stop = min(start + width, cols)
