@@ -17,7 +17,7 @@ is generated for all :math:`T` steps at once by FFT convolution along time
 Layers:
 
 * :func:`correlated_noise` -- :math:`\tilde w_t = \sum_{\tau\le t}\beta_\tau w_{t-\tau}`
-  by FFT (pure numerical core);
+  by FFT (pure numerical core, :mod:`dpreg.estimators.ftrl_noise`, re-exported here);
 * :func:`simulate_streaming_regression` -- Noisy-SGD / Noisy-FTRL on the streaming
   linear-regression model of §2.2 (:math:`x_t \sim \mathcal N(0, H)`,
   :math:`y_t = \langle\theta^\star, x_t\rangle + \xi_t`), vectorised over seeds, in the
@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import fft as sp_fft
 
 from dpreg._validation import (
     check_choice,
@@ -58,6 +57,7 @@ from dpreg.estimators.ftrl_correlations import (
     independent,
 )
 from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
+from dpreg.estimators.ftrl_noise import DIRECT_TAPS, correlated_noise
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.privacy.correlated import (
@@ -90,9 +90,6 @@ __all__ = [
 SENSITIVITIES: tuple[str, ...] = ("finite", "infinite")
 """Calibrate with :math:`\\gamma_T` (finite horizon) or :math:`\\gamma_\\infty` (anytime)."""
 
-_FFT_BLOCK_BYTES = 64 * 2**20
-DIRECT_TAPS = 8
-"""Up to this many leading taps the convolution is summed directly instead of by FFT."""
 MAX_STEPS = 1_000_000
 r"""Most steps :math:`T = E\lfloor n/b\rfloor` one :func:`fit_dp_ftrl` call takes.
 
@@ -100,7 +97,7 @@ The steps are a Python loop (vectorised over trials, about 10-50 µs each), so a
 ``epochs * (n // batch_size)`` is refused before any work instead of running for minutes.
 """
 _BRUTE_FORCE_STEPS = 2048
-_DEFAULT_NOISE_BYTES = 1024 * 2**20
+_DEFAULT_NOISE_BYTES = 512 * 2**20
 _INPUT_BLOCK = 2048
 
 
@@ -109,61 +106,6 @@ def _rowdot_einsum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 _rowdot = getattr(np, "vecdot", _rowdot_einsum)
-
-
-def correlated_noise(beta: np.ndarray, w: np.ndarray, *, precision: str = "double") -> np.ndarray:
-    r"""Causal convolution along time, :math:`\tilde w_t = \sum_{\tau=0}^{t}\beta_\tau w_{t-\tau}`.
-
-    Computed by real FFTs of length ``next_fast_len(2T - 1)`` (no circular wrap-around
-    reaches the first :math:`T` outputs), column block by column block (each block
-    transposed to make time contiguous) so that the working memory stays below about
-    64 MB: :math:`O(T\log T)` per column. A :math:`\beta` with at most
-    :data:`DIRECT_TAPS` non-zero leading coefficients (DP-SGD, anti-PGD) is applied
-    directly, tap by tap (:math:`O(T)` per tap).
-
-    Parameters
-    ----------
-    beta : ndarray, shape (T_beta,)
-        Decoder coefficients; only the first ``T`` are used (missing ones are 0).
-    w : ndarray, shape (T, ...)
-        Independent noise, time along axis 0.
-    precision : {"double", "single"}
-        Arithmetic and storage of the result. ``"single"`` (float32 FFTs, relative
-        error about 1e-6 of the largest output) is three times faster and halves the
-        memory of long simulations, where the noise only needs Monte Carlo accuracy.
-        The input ``w`` is used in its own dtype for the direct path.
-
-    Returns
-    -------
-    ndarray, shape of ``w`` (float64, or float32 for ``"single"``)
-    """
-    check_choice(precision, "precision", ("double", "single"))
-    dtype = np.float64 if precision == "double" else np.float32
-    w = np.asarray(w)
-    T = w.shape[0]
-    b = np.zeros(T)
-    beta = np.asarray(beta, dtype=np.float64).ravel()[:T]
-    b[: beta.size] = beta
-    flat = w.reshape(T, -1)
-    nonzero = np.flatnonzero(b)
-    support = int(nonzero[-1]) + 1 if nonzero.size else 0
-    if support <= DIRECT_TAPS:
-        out = np.zeros(flat.shape, dtype=dtype)
-        for k in nonzero:
-            out[k:] += (b[k] * flat[: T - k]).astype(dtype, copy=False)
-        return out.reshape(w.shape)
-    n_fft = sp_fft.next_fast_len(2 * T - 1, real=True)
-    b_hat = sp_fft.rfft(b.astype(dtype), n=n_fft)
-    out = np.empty(flat.shape, dtype=dtype)
-    itemsize = 2 * np.dtype(dtype).itemsize
-    cols = max(1, _FFT_BLOCK_BYTES // (itemsize * (n_fft // 2 + 1)))
-    for start in range(0, flat.shape[1], cols):
-        stop = min(start + cols, flat.shape[1])
-        block = np.ascontiguousarray(flat[:, start:stop].T, dtype=dtype)
-        spec = sp_fft.rfft(block, n=n_fft, axis=-1)
-        spec *= b_hat
-        out[:, start:stop] = sp_fft.irfft(spec, n=n_fft, axis=-1)[:, :T].T
-    return out.reshape(w.shape)
 
 
 @dataclass(frozen=True)
@@ -234,8 +176,10 @@ def simulate_streaming_regression(
         + \tilde w_t\big),
 
     a rank-one update per seed, vectorised over seeds; :math:`\tilde w` is
-    precomputed by :func:`correlated_noise`. Seeds are processed in groups whose noise
-    array fits ``max_noise_bytes``.
+    precomputed by :func:`correlated_noise`, in place of the draws (one float32
+    ``(T, g, d)`` array per group of ``g`` seeds). Seeds are processed in groups whose
+    noise array fits ``max_noise_bytes``; inputs and label noise are drawn 2048 steps at
+    a time, so the rest of the working memory does not grow with :math:`T`.
 
     Parameters
     ----------
@@ -268,7 +212,9 @@ def simulate_streaming_regression(
         :math:`\|\theta_0 - \theta^\star\|`, along :math:`(1,\dots,1)/\sqrt d` (0: start
         at the optimum, so only the stationary noise is measured).
     max_noise_bytes : int
-        Memory cap of the precomputed noise of one seed group.
+        Memory cap of the precomputed noise of one seed group (4 T d bytes per seed;
+        at least one seed per group). The default, 512 MB, gives the groups, hence the
+        draws, of the former two-array implementation with its 1 GB cap.
 
     Returns
     -------
@@ -307,26 +253,32 @@ def simulate_streaming_regression(
     start_tail = T - max(1, int(round(tail_fraction * T)))
     n_tail = T - start_tail
     record_steps = np.arange(0, T, record_every)
-    group = max(1, min(trials, int(max_noise_bytes // (8 * T * d))))
+    group = max(1, min(trials, int(max_noise_bytes // (4 * T * d))))
     subopt = np.empty(trials)
     trace = np.empty((trials, record_steps.size))
     for first in range(0, trials, group):
         g = min(group, trials - first)
-        w = rng.standard_normal((T, g * d), dtype=np.float32)
-        w *= np.float32(eta * noise_std)
-        noise = correlated_noise(beta, w, precision="single").reshape(T, g, d)
-        del w
+        # one float32 (T, g d) array: the draws, then (in place) the correlated noise
+        noise = rng.standard_normal((T, g * d), dtype=np.float32)
+        noise *= np.float32(eta * noise_std)
+        noise = correlated_noise(beta, noise, precision="single", out=noise).reshape(T, g, d)
         delta = np.full((g, d), initial_distance / math.sqrt(d))
         acc = np.zeros((g, d))
         sq = np.empty((g, d))
         grad = np.empty((g, d))
         rec = 0
+        # block buffers, reused (no fresh pages per block); same values as fresh arrays
+        shape = (min(_INPUT_BLOCK, T), g, d)
+        z_buf, X_buf = np.empty(shape, np.float32), np.empty(shape)
+        X_eta_buf, N_buf = np.empty(shape), np.empty(shape)
         for block in range(0, T, _INPUT_BLOCK):
             stop = min(block + _INPUT_BLOCK, T)
-            X = rng.standard_normal((stop - block, g, d), dtype=np.float32).astype(np.float64)
-            X *= sqrt_lam
-            X_eta = X * eta
-            N = noise[block:stop].astype(np.float64)
+            m = stop - block
+            z = rng.standard_normal(dtype=np.float32, out=z_buf[:m])
+            X = np.multiply(z, sqrt_lam, out=X_buf[:m])
+            X_eta = np.multiply(X, eta, out=X_eta_buf[:m])
+            N = N_buf[:m]
+            np.copyto(N, noise[block:stop])
             if sigma_sgd > 0:
                 xi = sigma_sgd * rng.standard_normal((stop - block, g))
             for i, t in enumerate(range(block, stop)):
@@ -342,7 +294,8 @@ def simulate_streaming_regression(
                 if t % record_every == 0:
                     trace[first : first + g, rec] = 0.5 * ((delta * delta) @ lam)
                     rec += 1
-            del X, X_eta, N
+        # free before the next group's draws: one noise array alive at a time
+        del noise, z_buf, X_buf, X_eta_buf, N_buf
         subopt[first : first + g] = 0.5 * (acc @ lam) / n_tail
         if not np.all(np.isfinite(subopt[first : first + g])):
             raise FloatingPointError(
@@ -615,7 +568,7 @@ def stream_noise(
     if isinstance(corr, _Factorization):
         return corr.noise(rng, columns)
     w = rng.standard_normal((T, columns))
-    return correlated_noise(corr.coefficients(T), w)
+    return correlated_noise(corr.coefficients(T), w, out=w)
 
 
 def stream_certificate(

@@ -157,7 +157,9 @@ def _setup(P: FtrlIterateBoundsParams, mechanism: str) -> dict[str, Any]:
 def _simulate(P: FtrlIterateBoundsParams, s: dict[str, Any], trials: int, rng) -> dict:
     """Squared norms (T, trials) of the D.2 components, theta' and g_t; vectorised."""
     lam, eta, T, d = s["lam"], s["eta"], P.T, P.d
-    z = correlated_noise(s["beta"], s["sigma"] * rng.standard_normal((T, trials, d)))
+    z = rng.standard_normal((T, trials, d))
+    z *= s["sigma"]
+    correlated_noise(s["beta"], z, out=z)  # in place: one (T, trials, d) array
     hat = np.full((trials, d), P.initial_distance / math.sqrt(d))
     sgd = np.zeros((trials, d))
     dp = np.zeros((trials, d))

@@ -1,0 +1,192 @@
+r"""Correlated noise of DP-FTRL: the causal convolution :math:`\tilde w = \beta * w`.
+
+Choquette-Choo et al. (2023), Algorithm 1 with a lower-triangular Toeplitz :math:`B`
+(Eq. 13): step :math:`t` adds :math:`\tilde w_t = \sum_{\tau=0}^{t}\beta_\tau w_{t-\tau}`.
+The noise does not depend on the iterates, so it is computed for all :math:`T` steps
+at once:
+
+* :func:`correlated_noise` -- by real FFTs along time, a few columns at a time (time is
+  the FFT axis, no transposed copies), or tap by tap in time blocks when :math:`\beta`
+  has at most :data:`DIRECT_TAPS` leading non-zero coefficients; optionally in place
+  (``out=w``), so that a simulation holds one ``(T, columns)`` array, not three;
+* :func:`correlated_noise_reference` -- the former implementation (column blocks
+  transposed to make time contiguous, a zero-initialised output and full-size
+  temporaries on the direct path), kept as the reference the fast path is tested
+  against: the two agree bit for bit (tests/unit/test_ftrl_noise.py).
+
+Memory: :func:`correlated_noise` needs, besides its input and output, three FFT arrays of
+at most 16 columns and about 32 MB each on the FFT path (``n_fft`` about :math:`2T`
+rows) and ``4096 * columns`` numbers on the direct path, whatever the number of columns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import fft as sp_fft
+
+from dpreg._validation import check_choice
+
+__all__ = ["DIRECT_TAPS", "correlated_noise", "correlated_noise_reference"]
+
+DIRECT_TAPS = 8
+"""Up to this many leading taps the convolution is summed directly instead of by FFT."""
+_FFT_COLUMNS = 16
+_FFT_BUFFER_BYTES = 32 * 2**20
+_TIME_BLOCK = 4096
+_FFT_BLOCK_BYTES = 64 * 2**20
+
+
+def _prepare(
+    beta: np.ndarray, w: np.ndarray, precision: str
+) -> tuple[type, np.ndarray, np.ndarray, np.ndarray, int]:
+    check_choice(precision, "precision", ("double", "single"))
+    dtype = np.float64 if precision == "double" else np.float32
+    T = w.shape[0]
+    b = np.zeros(T)
+    beta = np.asarray(beta, dtype=np.float64).ravel()[:T]
+    b[: beta.size] = beta
+    nonzero = np.flatnonzero(b)
+    support = int(nonzero[-1]) + 1 if nonzero.size else 0
+    return dtype, b, w.reshape(T, -1), nonzero, support
+
+
+def correlated_noise(
+    beta: np.ndarray,
+    w: np.ndarray,
+    *,
+    precision: str = "double",
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    r"""Causal convolution along time, :math:`\tilde w_t = \sum_{\tau=0}^{t}\beta_\tau w_{t-\tau}`.
+
+    Computed by real FFTs of length ``next_fast_len(2T - 1)`` (no circular wrap-around
+    reaches the first :math:`T` outputs) along axis 0, up to 16 columns at a time through
+    one zero-padded buffer: :math:`O(T\log T)` per column and about 100 MB of working
+    memory at most beyond the input and output. A :math:`\beta` with at most :data:`DIRECT_TAPS`
+    non-zero leading coefficients (DP-SGD, anti-PGD) is applied directly, tap by tap,
+    4096 steps at a time (:math:`O(T)` per tap). The values are those of
+    :func:`correlated_noise_reference`, bit for bit.
+
+    Parameters
+    ----------
+    beta : ndarray, shape (T_beta,)
+        Decoder coefficients; only the first ``T`` are used (missing ones are 0).
+    w : ndarray, shape (T, ...)
+        Independent noise, time along axis 0.
+    precision : {"double", "single"}
+        Arithmetic and storage of the result. ``"single"`` (float32 FFTs, relative
+        error about 1e-6 of the largest output) is faster and halves the memory of long
+        simulations, where the noise only needs Monte Carlo accuracy. The input ``w`` is
+        used in its own dtype for the direct path.
+    out : ndarray, optional
+        C-contiguous array of the shape of ``w`` and the result's dtype to write into;
+        it may be ``w`` itself (in place: each block of ``w`` is read before its
+        outputs are written).
+
+    Returns
+    -------
+    ndarray, shape of ``w`` (float64, or float32 for ``"single"``)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w = np.arange(1.0, 5.0)
+    >>> correlated_noise([1.0, 0.5], w)
+    array([1. , 2.5, 4. , 5.5])
+    >>> correlated_noise([1.0, 0.5], w, out=w) is w
+    True
+    """
+    w = np.asarray(w)
+    dtype, b, flat, nonzero, support = _prepare(beta, w, precision)
+    if out is None:
+        res = np.empty(flat.shape, dtype=dtype)
+    else:
+        if not (
+            isinstance(out, np.ndarray)
+            and out.shape == w.shape
+            and out.dtype == dtype
+            and out.flags.c_contiguous
+        ):
+            raise ValueError(
+                f"out must be a C-contiguous {np.dtype(dtype).name} array of shape {w.shape}"
+            )
+        res = out.reshape(flat.shape)
+    if support <= DIRECT_TAPS:
+        _direct(b, nonzero, flat, res, dtype)
+    else:
+        _fft(b, flat, res, dtype)
+    return res.reshape(w.shape) if out is None else out
+
+
+def _direct(
+    b: np.ndarray, nonzero: np.ndarray, flat: np.ndarray, res: np.ndarray, dtype: type
+) -> None:
+    T = flat.shape[0]
+    if nonzero.size == 1 and nonzero[0] == 0 and b[0] == 1.0 and flat.dtype == dtype:
+        # 0 + 1.0 * w, as the reference sums it (-0.0 becomes +0.0 there too)
+        np.add(flat, dtype(0.0), out=res)
+        return
+    # time blocks from the last one backwards: block [s, e) reads w[s - k : e - k],
+    # which an in-place call has not overwritten yet (only blocks after e are written)
+    for e in range(T, 0, -_TIME_BLOCK):
+        s = max(0, e - _TIME_BLOCK)
+        acc = np.zeros((e - s, flat.shape[1]), dtype=dtype)
+        for k in nonzero:
+            lo = max(s, int(k))
+            if lo < e:
+                acc[lo - s :] += (b[k] * flat[lo - k : e - k]).astype(dtype, copy=False)
+        res[s:e] = acc
+
+
+def _fft(b: np.ndarray, flat: np.ndarray, res: np.ndarray, dtype: type) -> None:
+    T, cols = flat.shape
+    n_fft = sp_fft.next_fast_len(2 * T - 1, real=True)
+    b_hat = sp_fft.rfft(b.astype(dtype), n=n_fft)[:, None]
+    # at most 16 columns and about 32 MB per FFT array (4 columns at n_fft = 2e6 floats)
+    fit = _FFT_BUFFER_BYTES // (n_fft * np.dtype(dtype).itemsize)
+    width = max(1, min(_FFT_COLUMNS, fit, cols))
+    buf = np.zeros((n_fft, width), dtype=dtype)
+    for start in range(0, cols, width):
+        stop = min(start + width, cols)
+        block = buf[:, : stop - start]
+        block[:T] = flat[:, start:stop]
+        spec = sp_fft.rfft(block, n=n_fft, axis=0)
+        spec *= b_hat
+        res[:, start:stop] = sp_fft.irfft(spec, n=n_fft, axis=0, overwrite_x=True)[:T]
+
+
+def correlated_noise_reference(
+    beta: np.ndarray, w: np.ndarray, *, precision: str = "double"
+) -> np.ndarray:
+    r"""Compute :func:`correlated_noise` the former way (reference path; more memory).
+
+    FFT path: column blocks of about 64 MB, each transposed to make time contiguous,
+    transformed along the last axis and transposed back. Direct path: a zero-initialised
+    output plus one full ``(T, columns)`` float64 product per tap.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> correlated_noise_reference([1.0, 0.5], np.arange(1.0, 5.0))
+    array([1. , 2.5, 4. , 5.5])
+    """
+    w = np.asarray(w)
+    dtype, b, flat, nonzero, support = _prepare(beta, w, precision)
+    T = flat.shape[0]
+    if support <= DIRECT_TAPS:
+        out = np.zeros(flat.shape, dtype=dtype)
+        for k in nonzero:
+            out[k:] += (b[k] * flat[: T - k]).astype(dtype, copy=False)
+        return out.reshape(w.shape)
+    n_fft = sp_fft.next_fast_len(2 * T - 1, real=True)
+    b_hat = sp_fft.rfft(b.astype(dtype), n=n_fft)
+    out = np.empty(flat.shape, dtype=dtype)
+    itemsize = 2 * np.dtype(dtype).itemsize
+    cols = max(1, _FFT_BLOCK_BYTES // (itemsize * (n_fft // 2 + 1)))
+    for start in range(0, flat.shape[1], cols):
+        stop = min(start + cols, flat.shape[1])
+        block = np.ascontiguousarray(flat[:, start:stop].T, dtype=dtype)
+        spec = sp_fft.rfft(block, n=n_fft, axis=-1)
+        spec *= b_hat
+        out[:, start:stop] = sp_fft.irfft(spec, n=n_fft, axis=-1)[:, :T].T
+    return out.reshape(w.shape)
