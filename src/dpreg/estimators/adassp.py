@@ -222,12 +222,15 @@ def release_sufficient_statistics(
     rows, cols = np.triu_indices(d)
     upper = rng.standard_normal((trials, rows.size))
     zeta = rng.standard_normal((trials, d))
-    xi = np.empty((trials, d, d))
-    xi[:, rows, cols] = upper
-    xi[:, cols, rows] = upper
+    # xtx + sigma xi on the upper triangle, then mirrored by one gather (xtx is exactly
+    # symmetric, so entry (i, j) is xtx[i, j] + sigma xi[i, j] either way)
+    mirror = np.empty((d, d), dtype=np.intp)
+    mirror[rows, cols] = np.arange(rows.size)
+    mirror[cols, rows] = mirror[rows, cols]
+    noisy_upper = xtx[rows, cols][None, :] + sigma_xtx * upper
     return NoisyStatistics(
         lambda_min=lambda_min + sigma_lambda_min * z,
-        xtx=xtx[None, :, :] + sigma_xtx * xi,
+        xtx=noisy_upper[:, mirror],
         xty=xty[None, :] + sigma_xty * zeta,
     )
 
@@ -325,8 +328,11 @@ def fit_adassp(
         ``xtx_noisy`` (trials, d, d) and ``xty_noisy`` (trials, d) (the noisy
         :math:`X^\top X` and :math:`X^\top y` before the ridge),
         ``lambda_min_noisy`` and ``ridge`` (trials,) (:math:`\tilde\lambda_{\min}` and
-        :math:`\tilde\lambda`), ``min_eigenvalue`` (trials,) of the regularised noisy
-        Gram matrix, ``n_indefinite`` (trials where it is not positive definite),
+        :math:`\tilde\lambda`), ``n_indefinite`` (trials whose regularised noisy Gram
+        matrix ``xtx_noisy + ridge I`` has a smallest eigenvalue <= 0; its eigenvalues
+        are computed only where a Cholesky certificate cannot decide the solve, see
+        :func:`dpreg.estimators._linalg.solve_symmetric_batch`, so they are not returned:
+        ``numpy.linalg.eigvalsh`` of that matrix gives them),
         ``n_robust_solves`` (trials solved by pseudo-inverse because the matrix was
         numerically singular), ``mechanism``, ``shift``, ``failure_prob``,
         ``lambda_min_shift``, ``ridge_scale``, ``sensitivities``,
@@ -541,7 +547,9 @@ def adassp_release(
     lambda_min_noisy = np.maximum(stats.lambda_min - shift_amount, 0.0)
     ridge = np.maximum(0.0, ridge_scale - lambda_min_noisy)
 
-    A = stats.xtx + ridge[:, None, None] * np.eye(d)[None, :, :]
+    A = stats.xtx.copy()
+    diagonal = np.arange(d)
+    A[:, diagonal, diagonal] += ridge[:, None]
     theta, robust, eig = _solve_batch(A, stats.xty)
     if not np.all(np.isfinite(theta)):  # pragma: no cover - solve/pinv of finite input
         bad = int(np.sum(~np.all(np.isfinite(theta), axis=1)))
@@ -561,7 +569,7 @@ def adassp_release(
             "xty_noisy": stats.xty,
             "lambda_min_noisy": lambda_min_noisy,
             "ridge": ridge,
-            "min_eigenvalue": eig[:, 0].copy(),
+            # certified systems (NaN rows) are positive definite
             "n_indefinite": int(np.sum(eig[:, 0] <= 0.0)),
             "n_robust_solves": int(np.sum(robust)),
             "mechanism": mechanism,
