@@ -122,9 +122,44 @@ def test_systems_near_the_cut_off_go_through_the_reference():
     np.testing.assert_allclose(theta[:5, 4], 1 / np.array(ratios[:5]), rtol=1e-12)
 
 
-def test_unknown_method_is_refused():
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 100_000), d=st.integers(1, 12))
+def test_a_diagonal_shift_is_the_shifted_system(seed, d):
+    A, b = _spectrum_batch(seed, d, trials=30)
+    scale = np.abs(A).max(axis=(1, 2))
+    shift = scale * np.random.default_rng(seed).choice([0.0, 1e-14, 1e-3, 1.0, -1.0], size=30)
+    shifted = A + shift[:, None, None] * np.eye(d)
+    theta_ref, singular_ref, eig_ref = solve_symmetric_batch(shifted, b, method="reference")
+    for method in ("fast", "reference"):
+        theta, singular, eig = solve_symmetric_batch(A, b, shift=shift, method=method)
+        np.testing.assert_array_equal(singular, singular_ref)
+        ran = ~np.isnan(eig).all(axis=1)
+        np.testing.assert_array_equal(eig[ran], eig_ref[ran])
+        np.testing.assert_array_equal(theta[singular], theta_ref[singular])
+        regular = ~singular
+        cond = np.abs(eig_ref[regular]).max(axis=1) / np.abs(eig_ref[regular]).min(axis=1)
+        err = np.linalg.norm(theta[regular] - theta_ref[regular], axis=1)
+        eps = np.finfo(np.float64).eps
+        assert np.all(err <= 50 * d * cond * eps * np.linalg.norm(theta_ref[regular], axis=1))
+
+
+def test_a_loose_comparison_bound_falls_back_to_the_inverse():
+    # L = tril(ones): M(L)^{-1} e grows like 2^d, yet L^{-1} is bidiagonal (1, -1) and
+    # A = L L' has condition number ~ 1e3, so the second bound certifies it
+    d = 40
+    L = np.tril(np.ones((d, d)))
+    A = (L @ L.T)[None]
+    b = np.ones((1, d))
+    theta, singular, eig = solve_symmetric_batch(A, b)
+    assert not singular[0] and np.isnan(eig).all()
+    np.testing.assert_allclose(theta[0], np.linalg.solve(A[0], b[0]), rtol=1e-10)
+
+
+def test_unknown_method_and_bad_shift_are_refused():
     with pytest.raises(ValueError, match="method"):
         solve_symmetric_batch(np.eye(2)[None], np.ones((1, 2)), method="cholesky")
+    with pytest.raises(ValueError, match="shift"):
+        solve_symmetric_batch(np.eye(2)[None], np.ones((1, 2)), shift=np.ones(2))
 
 
 def test_empty_batch():

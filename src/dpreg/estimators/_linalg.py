@@ -8,30 +8,41 @@ when the smallest absolute eigenvalue that ``numpy.linalg.eigvalsh`` computes is
 every system the estimators solve is positive definite and far from that cut-off.
 
 **The certificate** (``method="fast"``, the default). A compiled kernel factors each
-``A = L L'`` (Cholesky, lower triangle of ``A``), inverts ``L`` and bounds, rigorously up
-to a large safety factor,
+``A = L L'`` (Cholesky, lower triangle of ``A``) and bounds, rigorously up to a large
+safety factor,
 
 .. math::
 
     \lambda_{\max}(A) \le U = \|A\|_\infty, \qquad
-    \lambda_{\min}(A) \ge \ell = \frac{1}{2\,\|\hat L^{-1}\|_F^2}
-        - 2(d+1)\,u\,\mathrm{tr}(A),
+    \lambda_{\min}(A) \ge \ell = \frac{1}{2\,\beta} - 2(d+1)\,u\,\mathrm{tr}(A),
+    \qquad \beta \ge \|\hat L^{-1}\|_2^2,
 
 (:math:`u` the unit round-off; :math:`\hat L\hat L^\top = A + E` with
 :math:`\|E\|_2 \le \gamma_{d+1}\|\hat L\|_F^2 \approx (d+1)u\,\mathrm{tr}(A)`, Higham,
-*Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thm 10.3; the factor 2 on
-:math:`\|\hat L^{-1}\|_F^2` absorbs the rounding of the computed inverse, whose relative
-error is of order :math:`d\,u\,\kappa(L) \le 10^{-8}` on the certified systems). A system
-with :math:`\ell > 1024\, d\, u\, U` is certified regular: the eigenvalues ``eigvalsh``
+*Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thm 10.3). First
+:math:`\beta = \|M(\hat L)^{-1}\|_1\,\|M(\hat L)^{-1}\|_\infty` with the comparison matrix
+:math:`M(\hat L)` (:math:`|\hat L^{-1}| \le M(\hat L)^{-1}` entrywise, Higham Thm 8.12;
+:math:`\|X\|_2^2 \le \|X\|_1\|X\|_\infty`): two :math:`O(d^2)` substitutions over
+non-negative terms, so rounding cannot make it smaller than its exact value by more
+than a relative :math:`O(d u)`. That bound can be loose, so where it does not decide,
+:math:`\beta = \|\hat W\|_F^2` with :math:`\hat W` the computed :math:`\hat L^{-1}`
+(:math:`O(d^3)`; its relative error is of order :math:`d\,u\,\kappa(L) \le 10^{-5}` on
+the certified systems). The factor 2 absorbs both roundings. A system with
+:math:`\ell > 1024\, d\, u\, U` is certified regular: the eigenvalues ``eigvalsh``
 computes are within :math:`p(d)\,u\,U` of the exact ones (backward stability), with
 :math:`p(d)` far below the factor 1024 d, so they are positive and their ratio exceeds
 ``d * eps``: the rule would choose the regular branch. Those systems are solved with the
 Cholesky factor (forward and back substitution), equal to ``numpy.linalg.solve`` to
 round-off. Every other system -- a failed factorisation (indefinite, singular, NaN), a
-condition number above :math:`1/(1024\,d\,u)` (about :math:`1.7\times 10^{11}` at d = 26)
+condition number above about :math:`1/(2048\,d\,u)` (about :math:`10^{11}` at d = 26)
 or a non-finite solution -- goes through the reference path. The branch taken is
 therefore the reference's for every system (tested on random and near-singular batches in
 ``tests/unit/test_linalg.py``).
+
+On the noisy systems of the estimators (condition numbers of a few units on the four
+large benchmark datasets of ``benchmarks/anchors.py``) the comparison bound decides: per
+system one Cholesky factorisation (:math:`d^3/3` flops) and :math:`O(d^2)` more, instead
+of a symmetric eigenvalue problem and an LU solve.
 """
 
 from __future__ import annotations
@@ -54,20 +65,22 @@ def _kernel() -> Any:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def certified_cholesky_solve(A, b, theta, certified, margin):
-        # A (m, d, d) symmetric (lower triangle read), b (m, d); writes theta (m, d) and
-        # certified (m,) (True: the rule's regular branch is proven and theta solves A).
+    def certified_cholesky_solve(A, shift, b, theta, certified, margin):
+        # A (m, d, d) symmetric (lower triangle read), shift (m,) added to the diagonal,
+        # b (m, d); writes theta (m, d) and certified (m,) (True: the rule's regular branch
+        # is proven and theta solves A + shift I).
         m, d = b.shape
         u = np.finfo(np.float64).eps / 2.0
         L = np.zeros((d, d))
         W = np.zeros((d, d))
         z = np.zeros(d)
+        v = np.zeros(d)
         for t in range(m):
             certified[t] = False
             ok = True
             trace = 0.0
             for j in range(d):
-                s = A[t, j, j]
+                s = A[t, j, j] + shift[t]
                 trace += s
                 for k in range(j):
                     s -= L[j, k] * L[j, k]
@@ -83,28 +96,47 @@ def _kernel() -> Any:
                     L[i, j] = s / ljj
             if not ok:
                 continue
-            # ||L^{-1}||_F^2 column by column of W = L^{-1} (lower triangular)
-            fro2 = 0.0
-            for j in range(d):
-                W[j, j] = 1.0 / L[j, j]
-                fro2 += W[j, j] * W[j, j]
-                for i in range(j + 1, d):
-                    s = 0.0
-                    for k in range(j, i):
-                        s += L[i, k] * W[k, j]
-                    W[i, j] = -s / L[i, i]
-                    fro2 += W[i, j] * W[i, j]
-            upper = 0.0  # ||A||_inf from the lower triangle, mirrored
+            upper = 0.0  # ||A + shift I||_inf from the lower triangle, mirrored
             for i in range(d):
-                r = 0.0
-                for k in range(i + 1):
+                r = abs(A[t, i, i] + shift[t])
+                for k in range(i):
                     r += abs(A[t, i, k])
                 for k in range(i + 1, d):
                     r += abs(A[t, k, i])
                 upper = max(upper, r)
-            lower = 0.5 / fro2 - 2.0 * (d + 1) * u * trace
-            if not lower > margin * d * 2.0 * u * upper:
-                continue
+            threshold = margin * d * 2.0 * u * upper
+            rounding = 2.0 * (d + 1) * u * trace
+            # ||L^{-1}||_2^2 <= ||L^{-1}||_1 ||L^{-1}||_inf, each bounded through the
+            # comparison matrix M(L) (|L^{-1}| <= M(L)^{-1} entrywise): M(L)^{-1} e and
+            # M(L)^{-T} e, two O(d^2) substitutions over non-negative terms
+            row_max = 0.0
+            for i in range(d):
+                s = 1.0
+                for k in range(i):
+                    s += abs(L[i, k]) * z[k]
+                z[i] = s / L[i, i]
+                row_max = max(row_max, z[i])
+            col_max = 0.0
+            for i in range(d - 1, -1, -1):
+                s = 1.0
+                for k in range(i + 1, d):
+                    s += abs(L[k, i]) * v[k]
+                v[i] = s / L[i, i]
+                col_max = max(col_max, v[i])
+            if not 0.5 / (row_max * col_max) - rounding > threshold:
+                # the comparison bound can be loose: ||L^{-1}||_F^2 from W = L^{-1}
+                fro2 = 0.0
+                for j in range(d):
+                    W[j, j] = 1.0 / L[j, j]
+                    fro2 += W[j, j] * W[j, j]
+                    for i in range(j + 1, d):
+                        s = 0.0
+                        for k in range(j, i):
+                            s += L[i, k] * W[k, j]
+                        W[i, j] = -s / L[i, i]
+                        fro2 += W[i, j] * W[i, j]
+                if not 0.5 / fro2 - rounding > threshold:
+                    continue
             # forward then back substitution: theta = L^{-T} L^{-1} b
             finite = True
             for i in range(d):
@@ -122,6 +154,16 @@ def _kernel() -> Any:
             certified[t] = finite
 
     return certified_cholesky_solve
+
+
+def _shifted(A: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
+    """``A[t] + shift[t] I`` (a copy; ``A`` itself when there is no shift)."""
+    if shift is None:
+        return A
+    out = A.copy()
+    diagonal = np.arange(A.shape[-1])
+    out[:, diagonal, diagonal] += shift[:, None]
+    return out
 
 
 def _reference(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -144,7 +186,11 @@ def _reference(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 
 
 def solve_symmetric_batch(
-    A: np.ndarray, b: np.ndarray, *, method: str = "fast"
+    A: np.ndarray,
+    b: np.ndarray,
+    *,
+    shift: np.ndarray | None = None,
+    method: str = "fast",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Solve symmetric systems ``A[t] theta[t] = b[t]``; pseudo-inverse for singular ones.
 
@@ -161,6 +207,10 @@ def solve_symmetric_batch(
         Symmetric matrices (only their lower triangle enters the eigenvalue test).
     b : ndarray, shape (trials, d)
         Right-hand sides.
+    shift : ndarray, shape (trials,), optional
+        Solve ``(A[t] + shift[t] I) theta[t] = b[t]`` instead (e.g. AdaSSP's ridge),
+        without a shifted copy of ``A`` on the fast path; ``A + shift I`` is formed
+        exactly as numpy would (one addition per diagonal entry).
     method : {"fast", "reference"}, default "fast"
         ``"reference"``: the rule as stated, ``eigvalsh`` of every system.
         ``"fast"``: a Cholesky certificate decides the systems it can prove regular and
@@ -173,8 +223,8 @@ def solve_symmetric_batch(
     singular : ndarray of bool, shape (trials,)
         The systems solved by the pseudo-inverse.
     eigenvalues : ndarray, shape (trials, d)
-        Eigenvalues of each ``A[t]``, ascending, for the systems that went through the
-        reference path; ``NaN`` rows for the systems the certificate decided
+        Eigenvalues of each (shifted) ``A[t]``, ascending, for the systems that went
+        through the reference path; ``NaN`` rows for the systems the certificate decided
         (``method="fast"``): those are positive definite with a condition number below
         ``1 / (1024 d eps)``.
 
@@ -189,19 +239,28 @@ def solve_symmetric_batch(
     >>> eig  # the first system was certified regular, the second needed eigvalsh
     array([[nan, nan],
            [ 0.,  1.]])
+    >>> solve_symmetric_batch(A, np.ones((2, 2)), shift=np.array([1.0, 1.0]))[0]
+    array([[0.5, 0.5],
+           [0.5, 1. ]])
     """
     if method not in SOLVE_METHODS:
         raise ValueError(f"method must be one of {SOLVE_METHODS}; got {method!r}")
+    if shift is not None:
+        shift = np.asarray(shift, dtype=np.float64)
+        if shift.shape != (A.shape[0],):
+            raise ValueError(f"shift must have shape ({A.shape[0]},); got {shift.shape}")
     if method == "reference" or A.shape[0] == 0:
-        return _reference(A, b)
+        return _reference(_shifted(A, shift), b)
     A = np.ascontiguousarray(A, dtype=np.float64)
     b = np.ascontiguousarray(b, dtype=np.float64)
     theta = np.empty_like(b)
     certified = np.empty(b.shape[0], dtype=np.bool_)
-    _kernel()(A, b, theta, certified, _MARGIN)
+    diagonal_shift = np.zeros(b.shape[0]) if shift is None else np.ascontiguousarray(shift)
+    _kernel()(A, diagonal_shift, b, theta, certified, _MARGIN)
     singular = np.zeros(b.shape[0], dtype=bool)
     eig = np.full(b.shape, np.nan)
     rest = ~certified
     if rest.any():
-        theta[rest], singular[rest], eig[rest] = _reference(A[rest], b[rest])
+        sub = _shifted(A[rest], None if shift is None else shift[rest])
+        theta[rest], singular[rest], eig[rest] = _reference(sub, b[rest])
     return theta, singular, eig

@@ -235,9 +235,11 @@ def release_sufficient_statistics(
     )
 
 
-def _solve_batch(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _solve_batch(
+    A: np.ndarray, b: np.ndarray, shift: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Solve the noisy systems (:func:`dpreg.estimators._linalg.solve_symmetric_batch`)."""
-    return solve_symmetric_batch(A, b)
+    return solve_symmetric_batch(A, b, shift=shift)
 
 
 def _certified_budget(
@@ -547,10 +549,8 @@ def adassp_release(
     lambda_min_noisy = np.maximum(stats.lambda_min - shift_amount, 0.0)
     ridge = np.maximum(0.0, ridge_scale - lambda_min_noisy)
 
-    A = stats.xtx.copy()
-    diagonal = np.arange(d)
-    A[:, diagonal, diagonal] += ridge[:, None]
-    theta, robust, eig = _solve_batch(A, stats.xty)
+    # (xtx_noisy + ridge I) theta = xty_noisy, the ridge added inside the solver
+    theta, robust, eig = _solve_batch(stats.xtx, stats.xty, shift=ridge)
     if not np.all(np.isfinite(theta)):  # pragma: no cover - solve/pinv of finite input
         bad = int(np.sum(~np.all(np.isfinite(theta), axis=1)))
         raise FloatingPointError(
