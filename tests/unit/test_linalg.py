@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpreg.estimators import adassp, ihm, sketch
-from dpreg.estimators._linalg import solve_symmetric_batch
+from dpreg.estimators._linalg import solve_symmetric_batch, symmetric_from_upper
 from dpreg.privacy.budgets import ApproxDP
 
 
@@ -183,3 +183,20 @@ def test_adassp_counts_indefinite_systems_exactly():
     expected = int(np.sum(np.linalg.eigvalsh(A)[:, 0] <= 0))
     assert 50 < expected < 350  # both kinds of system occur
     assert D["n_indefinite"] == expected
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), d=st.integers(1, 30), trials=st.integers(0, 5))
+def test_symmetric_from_upper_is_identical_to_the_numpy_reference(seed, d, trials):
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=(d, d)) * 10.0 ** rng.uniform(-5, 5)
+    base = base + base.T
+    upper = rng.normal(size=(trials, d * (d + 1) // 2))
+    scale = 10.0 ** rng.uniform(-3, 3)
+    fast = symmetric_from_upper(base, scale, upper)
+    np.testing.assert_array_equal(
+        fast, symmetric_from_upper(base, scale, upper, method="reference")
+    )
+    np.testing.assert_array_equal(fast, np.swapaxes(fast, 1, 2))
+    rows, cols = np.triu_indices(d)
+    np.testing.assert_array_equal(fast[:, rows, cols], base[rows, cols] + scale * upper)

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SOLVE_METHODS", "solve_symmetric_batch"]
+__all__ = ["SOLVE_METHODS", "solve_symmetric_batch", "symmetric_from_upper"]
 
 SOLVE_METHODS = ("fast", "reference")
 
@@ -264,3 +264,70 @@ def solve_symmetric_batch(
         sub = _shifted(A[rest], None if shift is None else shift[rest])
         theta[rest], singular[rest], eig[rest] = _reference(sub, b[rest])
     return theta, singular, eig
+
+
+@cache
+def _mirror_kernel() -> Any:
+    """Compile (or load from numba's cache) the kernel of :func:`symmetric_from_upper`."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def mirror(base, scale, upper, out):
+        # out[t, i, j] = out[t, j, i] = base[k] + scale * upper[t, k], k the position of
+        # (i, j), i <= j, in numpy.triu_indices order (row by row)
+        trials, d = out.shape[0], out.shape[1]
+        for t in range(trials):
+            k = 0
+            for i in range(d):
+                for j in range(i, d):
+                    value = base[k] + scale * upper[t, k]
+                    out[t, i, j] = value
+                    out[t, j, i] = value
+                    k += 1
+
+    return mirror
+
+
+def symmetric_from_upper(
+    base: np.ndarray, scale: float, upper: np.ndarray, *, method: str = "fast"
+) -> np.ndarray:
+    """Symmetric matrices ``base + scale * xi[t]`` from upper triangles.
+
+    Parameters
+    ----------
+    base : ndarray, shape (d, d)
+        Exactly symmetric matrix.
+    scale : float
+    upper : ndarray, shape (trials, d (d + 1) / 2)
+        The upper triangle of each ``xi[t]``, diagonal included, in
+        ``numpy.triu_indices(d)`` order; ``xi[t]`` is its mirror image.
+    method : {"fast", "reference"}, default "fast"
+        One compiled pass writing both triangles, or numpy (the triangle, then one
+        gather). The same floating-point operations: identical results.
+
+    Returns
+    -------
+    ndarray, shape (trials, d, d)
+        Exactly symmetric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> symmetric_from_upper(np.eye(2), 0.5, np.array([[1.0, 2.0, 3.0]]))
+    array([[[1.5, 1. ],
+            [1. , 2.5]]])
+    """
+    if method not in SOLVE_METHODS:
+        raise ValueError(f"method must be one of {SOLVE_METHODS}; got {method!r}")
+    d = base.shape[0]
+    rows, cols = np.triu_indices(d)
+    base_upper = np.ascontiguousarray(base[rows, cols], dtype=np.float64)
+    if method == "fast":
+        out = np.empty((upper.shape[0], d, d))
+        upper = np.ascontiguousarray(upper, dtype=np.float64)
+        _mirror_kernel()(base_upper, float(scale), upper, out)
+        return out
+    mirror = np.empty((d, d), dtype=np.intp)
+    mirror[rows, cols] = np.arange(rows.size)
+    mirror[cols, rows] = mirror[rows, cols]
+    return (base_upper[None, :] + scale * upper)[:, mirror]

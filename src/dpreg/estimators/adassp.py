@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import check_bounded_design, check_choice, check_positive, check_probability
-from dpreg.estimators._linalg import solve_symmetric_batch
+from dpreg.estimators._linalg import solve_symmetric_batch, symmetric_from_upper
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import (
     analytic_gaussian_sigma,
@@ -219,18 +219,13 @@ def release_sufficient_statistics(
     """
     d = xty.shape[0]
     z = rng.standard_normal(trials)
-    rows, cols = np.triu_indices(d)
-    upper = rng.standard_normal((trials, rows.size))
+    upper = rng.standard_normal((trials, d * (d + 1) // 2))
     zeta = rng.standard_normal((trials, d))
-    # xtx + sigma xi on the upper triangle, then mirrored by one gather (xtx is exactly
-    # symmetric, so entry (i, j) is xtx[i, j] + sigma xi[i, j] either way)
-    mirror = np.empty((d, d), dtype=np.intp)
-    mirror[rows, cols] = np.arange(rows.size)
-    mirror[cols, rows] = mirror[rows, cols]
-    noisy_upper = xtx[rows, cols][None, :] + sigma_xtx * upper
+    # xtx + sigma xi on the upper triangle, mirrored (xtx is exactly symmetric, so entry
+    # (i, j) is xtx[i, j] + sigma xi[i, j] either way)
     return NoisyStatistics(
         lambda_min=lambda_min + sigma_lambda_min * z,
-        xtx=noisy_upper[:, mirror],
+        xtx=symmetric_from_upper(xtx, sigma_xtx, upper),
         xty=xty[None, :] + sigma_xty * zeta,
     )
 
