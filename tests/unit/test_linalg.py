@@ -96,6 +96,12 @@ def test_fast_path_takes_the_reference_branch_and_agrees_to_round_off(seed, d):
     scale = np.linalg.norm(theta_ref[regular], axis=1)
     assert np.all(err <= 50 * d * cond * eps * scale)
     np.testing.assert_array_equal(theta[singular_ref], theta_ref[singular_ref])
+    # strided views (the sketch estimators pass blocks of [X, y]'s Gram) are read in place
+    M = np.zeros((A.shape[0], d + 1, d + 1))
+    M[:, :d, :d], M[:, :d, d] = A, b
+    theta_view, singular_view, _ = solve_symmetric_batch(M[:, :d, :d], M[:, :d, d])
+    np.testing.assert_array_equal(theta_view, theta)
+    np.testing.assert_array_equal(singular_view, singular)
 
 
 def test_well_conditioned_systems_are_decided_by_the_certificate():

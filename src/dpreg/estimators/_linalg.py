@@ -251,9 +251,9 @@ def solve_symmetric_batch(
             raise ValueError(f"shift must have shape ({A.shape[0]},); got {shift.shape}")
     if method == "reference" or A.shape[0] == 0:
         return _reference(_shifted(A, shift), b)
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    b = np.ascontiguousarray(b, dtype=np.float64)
-    theta = np.empty_like(b)
+    A = np.asarray(A, dtype=np.float64)  # strided views are read in place (no copy)
+    b = np.asarray(b, dtype=np.float64)
+    theta = np.empty(b.shape)
     certified = np.empty(b.shape[0], dtype=np.bool_)
     diagonal_shift = np.zeros(b.shape[0]) if shift is None else np.ascontiguousarray(shift)
     _kernel()(A, diagonal_shift, b, theta, certified, _MARGIN)
