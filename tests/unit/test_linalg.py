@@ -8,7 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpreg.estimators import adassp, ihm, sketch
-from dpreg.estimators._linalg import solve_symmetric_batch, symmetric_from_upper
+from dpreg.estimators._linalg import (
+    COMPILED_MIN_BATCH,
+    solve_symmetric_batch,
+    symmetric_from_upper,
+)
 from dpreg.privacy.budgets import ApproxDP
 
 
@@ -27,7 +31,7 @@ def test_regular_systems_are_solved_and_singular_ones_get_the_minimum_norm_solut
     A, b = _batch(seed, d, rank)
     theta, singular, eig = solve_symmetric_batch(A, b, method="reference")
     assert np.all(np.diff(eig, axis=1) >= -1e-12)
-    fast, fast_singular, _ = solve_symmetric_batch(A, b)
+    fast, fast_singular, _ = solve_symmetric_batch(A, b, method="fast")
     np.testing.assert_array_equal(fast_singular, singular)
     np.testing.assert_allclose(fast, theta, rtol=1e-6, atol=1e-8)
     for t in range(A.shape[0]):
@@ -79,7 +83,7 @@ def _spectrum_batch(seed: int, d: int, trials: int) -> tuple[np.ndarray, np.ndar
 def test_fast_path_takes_the_reference_branch_and_agrees_to_round_off(seed, d):
     A, b = _spectrum_batch(seed, d, trials=40)
     theta_ref, singular_ref, eig_ref = solve_symmetric_batch(A, b, method="reference")
-    theta, singular, eig = solve_symmetric_batch(A, b)
+    theta, singular, eig = solve_symmetric_batch(A, b, method="fast")
     np.testing.assert_array_equal(singular, singular_ref)  # identical branch decisions
     decided = np.isnan(eig).all(axis=1)
     # the reference path's eigenvalues are returned unchanged where it ran
@@ -99,14 +103,14 @@ def test_fast_path_takes_the_reference_branch_and_agrees_to_round_off(seed, d):
     # strided views (the sketch estimators pass blocks of [X, y]'s Gram) are read in place
     M = np.zeros((A.shape[0], d + 1, d + 1))
     M[:, :d, :d], M[:, :d, d] = A, b
-    theta_view, singular_view, _ = solve_symmetric_batch(M[:, :d, :d], M[:, :d, d])
+    theta_view, singular_view, _ = solve_symmetric_batch(M[:, :d, :d], M[:, :d, d], method="fast")
     np.testing.assert_array_equal(theta_view, theta)
     np.testing.assert_array_equal(singular_view, singular)
 
 
 def test_well_conditioned_systems_are_decided_by_the_certificate():
     A, b = _batch(5, 8, 8, trials=50)
-    theta, singular, eig = solve_symmetric_batch(A + np.eye(8), b)
+    theta, singular, eig = solve_symmetric_batch(A + np.eye(8), b, method="fast")
     assert not singular.any() and np.isnan(eig).all()  # no eigenvalue problem solved
     np.testing.assert_allclose(
         theta, np.linalg.solve(A + np.eye(8), b[..., None])[..., 0], rtol=1e-12, atol=1e-14
@@ -120,7 +124,7 @@ def test_systems_near_the_cut_off_go_through_the_reference():
     ratios = [1e-4, 1e-10, 1e-12, 1e3 * d * eps, 2 * d * eps, d * eps, 0.5 * d * eps, 0.0]
     A = np.stack([np.diag([1.0, 1.0, 1.0, 1.0, r]) for r in ratios])
     b = np.ones((len(ratios), d))
-    theta, singular, eig = solve_symmetric_batch(A, b)
+    theta, singular, eig = solve_symmetric_batch(A, b, method="fast")
     assert singular.tolist() == [False] * 5 + [True] * 3
     # certified: the two best conditioned (1e-12 is below 2 * 1024 d eps, the certificate's
     # cut-off with its factor 2); the rest needed eigvalsh
@@ -156,7 +160,7 @@ def test_a_loose_comparison_bound_falls_back_to_the_inverse():
     L = np.tril(np.ones((d, d)))
     A = (L @ L.T)[None]
     b = np.ones((1, d))
-    theta, singular, eig = solve_symmetric_batch(A, b)
+    theta, singular, eig = solve_symmetric_batch(A, b, method="fast")
     assert not singular[0] and np.isnan(eig).all()
     np.testing.assert_allclose(theta[0], np.linalg.solve(A[0], b[0]), rtol=1e-10)
 
@@ -199,10 +203,42 @@ def test_symmetric_from_upper_is_identical_to_the_numpy_reference(seed, d, trial
     base = base + base.T
     upper = rng.normal(size=(trials, d * (d + 1) // 2))
     scale = 10.0 ** rng.uniform(-3, 3)
-    fast = symmetric_from_upper(base, scale, upper)
+    fast = symmetric_from_upper(base, scale, upper, method="fast")
     np.testing.assert_array_equal(
         fast, symmetric_from_upper(base, scale, upper, method="reference")
     )
     np.testing.assert_array_equal(fast, np.swapaxes(fast, 1, 2))
     rows, cols = np.triu_indices(d)
     np.testing.assert_array_equal(fast[:, rows, cols], base[rows, cols] + scale * upper)
+
+
+def test_auto_compiles_large_batches_only():
+    for trials, compiled in ((COMPILED_MIN_BATCH - 1, False), (COMPILED_MIN_BATCH, True)):
+        A, b = _batch(7, 4, 4, trials=trials)
+        theta, _, eig = solve_symmetric_batch(A + np.eye(4), b)
+        assert np.isnan(eig).all() == compiled and np.isfinite(eig).all() != compiled
+
+
+@pytest.mark.parametrize("name", ["adassp", "ihm", "linear_mixing", "sheffet_sketch"])
+def test_estimators_equal_their_reference_path(name, monkeypatch):
+    # The compiled paths (certified solves, Bartlett products, AdaSSP's mirrored noise)
+    # against the reference paths forced by an unreachable batch threshold: the same
+    # draws, the same singular-system decisions, estimates equal to round-off.
+    from dpreg.estimators import _linalg, get_estimator, gram_sketch
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, size=(3000, 12)) / np.sqrt(12)
+    X[:, 11] = X[:, 10] + 1e-6 * X[:, 0]  # nearly collinear, as the Elevators design
+    y = np.clip(X @ np.linspace(-1, 1, 12) + 0.1 * rng.normal(size=3000), -1, 1)
+    kw = {"budget": ApproxDP(1.0, 1e-6), "trials": 80, "bound_X": 1.0, "bound_y": 1.0}
+    fast = get_estimator(name)(X, y, rng=np.random.default_rng(5), **kw)
+    monkeypatch.setattr(_linalg, "COMPILED_MIN_BATCH", 10**9)
+    monkeypatch.setattr(gram_sketch, "COMPILED_MIN_BATCH", 10**9)
+    ref = get_estimator(name)(X, y, rng=np.random.default_rng(5), **kw)
+    scale = np.abs(ref.theta).max()
+    np.testing.assert_allclose(fast.theta, ref.theta, rtol=0, atol=1e-12 * scale)
+    assert fast.budget_spent == ref.budget_spent
+    assert fast.diagnostics["n_robust_solves"] == ref.diagnostics["n_robust_solves"]
+    for key in ("xtx_noisy", "ridge", "eta2", "lambda_min_noisy"):
+        if key in ref.diagnostics:
+            np.testing.assert_array_equal(fast.diagnostics[key], ref.diagnostics[key])

@@ -7,7 +7,8 @@ when the smallest absolute eigenvalue that ``numpy.linalg.eigvalsh`` computes is
 (LAPACK ``syevd``, about 10x the cost of a Cholesky factorisation at d = 26), yet almost
 every system the estimators solve is positive definite and far from that cut-off.
 
-**The certificate** (``method="fast"``, the default). A compiled kernel factors each
+**The certificate** (``method="fast"``; ``"auto"``, the default, uses it for batches of at
+least :data:`COMPILED_MIN_BATCH` systems). A compiled kernel factors each
 ``A = L L'`` (Cholesky, lower triangle of ``A``) and bounds, rigorously up to a large
 safety factor,
 
@@ -52,9 +53,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SOLVE_METHODS", "solve_symmetric_batch", "symmetric_from_upper"]
+__all__ = ["COMPILED_MIN_BATCH", "SOLVE_METHODS", "solve_symmetric_batch", "symmetric_from_upper"]
 
-SOLVE_METHODS = ("fast", "reference")
+SOLVE_METHODS = ("auto", "fast", "reference")
+
+#: ``method="auto"`` compiles from this many systems (trials) on: below it, numba's one-off
+#: load in a fresh process (about 0.4 s of CPU) costs more than the kernels save.
+COMPILED_MIN_BATCH = 64
 
 _MARGIN = 1024.0  # safety factor of the certificate over the rule's cut-off d * eps
 
@@ -156,6 +161,13 @@ def _kernel() -> Any:
     return certified_cholesky_solve
 
 
+def _compiled(method: str, batch: int) -> bool:
+    """Whether ``method`` runs the compiled path on ``batch`` systems (never on none)."""
+    if batch == 0:
+        return False
+    return method == "fast" or (method == "auto" and batch >= COMPILED_MIN_BATCH)
+
+
 def _shifted(A: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
     """``A[t] + shift[t] I`` (a copy; ``A`` itself when there is no shift)."""
     if shift is None:
@@ -190,7 +202,7 @@ def solve_symmetric_batch(
     b: np.ndarray,
     *,
     shift: np.ndarray | None = None,
-    method: str = "fast",
+    method: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Solve symmetric systems ``A[t] theta[t] = b[t]``; pseudo-inverse for singular ones.
 
@@ -211,11 +223,13 @@ def solve_symmetric_batch(
         Solve ``(A[t] + shift[t] I) theta[t] = b[t]`` instead (e.g. AdaSSP's ridge),
         without a shifted copy of ``A`` on the fast path; ``A + shift I`` is formed
         exactly as numpy would (one addition per diagonal entry).
-    method : {"fast", "reference"}, default "fast"
+    method : {"auto", "fast", "reference"}, default "auto"
         ``"reference"``: the rule as stated, ``eigvalsh`` of every system.
         ``"fast"``: a Cholesky certificate decides the systems it can prove regular and
         solves them by substitution; the others go through the reference (module
         docstring). Same branch for every system; solutions equal to round-off.
+        ``"auto"``: ``"fast"`` for at least :data:`COMPILED_MIN_BATCH` systems, else
+        ``"reference"``.
 
     Returns
     -------
@@ -225,14 +239,14 @@ def solve_symmetric_batch(
     eigenvalues : ndarray, shape (trials, d)
         Eigenvalues of each (shifted) ``A[t]``, ascending, for the systems that went
         through the reference path; ``NaN`` rows for the systems the certificate decided
-        (``method="fast"``): those are positive definite with a condition number below
+        (the fast path): those are positive definite with a condition number below
         ``1 / (1024 d eps)``.
 
     Examples
     --------
     >>> import numpy as np
     >>> A = np.stack([np.eye(2), np.diag([1.0, 0.0])])
-    >>> theta, singular, eig = solve_symmetric_batch(A, np.ones((2, 2)))
+    >>> theta, singular, eig = solve_symmetric_batch(A, np.ones((2, 2)), method="fast")
     >>> theta, singular
     (array([[1., 1.],
            [1., 0.]]), array([False,  True]))
@@ -249,7 +263,7 @@ def solve_symmetric_batch(
         shift = np.asarray(shift, dtype=np.float64)
         if shift.shape != (A.shape[0],):
             raise ValueError(f"shift must have shape ({A.shape[0]},); got {shift.shape}")
-    if method == "reference" or A.shape[0] == 0:
+    if not _compiled(method, A.shape[0]):
         return _reference(_shifted(A, shift), b)
     A = np.asarray(A, dtype=np.float64)  # strided views are read in place (no copy)
     b = np.asarray(b, dtype=np.float64)
@@ -289,7 +303,7 @@ def _mirror_kernel() -> Any:
 
 
 def symmetric_from_upper(
-    base: np.ndarray, scale: float, upper: np.ndarray, *, method: str = "fast"
+    base: np.ndarray, scale: float, upper: np.ndarray, *, method: str = "auto"
 ) -> np.ndarray:
     """Symmetric matrices ``base + scale * xi[t]`` from upper triangles.
 
@@ -301,8 +315,9 @@ def symmetric_from_upper(
     upper : ndarray, shape (trials, d (d + 1) / 2)
         The upper triangle of each ``xi[t]``, diagonal included, in
         ``numpy.triu_indices(d)`` order; ``xi[t]`` is its mirror image.
-    method : {"fast", "reference"}, default "fast"
-        One compiled pass writing both triangles, or numpy (the triangle, then one
+    method : {"auto", "fast", "reference"}, default "auto"
+        One compiled pass writing both triangles (``"fast"``; ``"auto"`` from
+        :data:`COMPILED_MIN_BATCH` matrices on), or numpy (the triangle, then one
         gather). The same floating-point operations: identical results.
 
     Returns
@@ -322,7 +337,7 @@ def symmetric_from_upper(
     d = base.shape[0]
     rows, cols = np.triu_indices(d)
     base_upper = np.ascontiguousarray(base[rows, cols], dtype=np.float64)
-    if method == "fast":
+    if _compiled(method, upper.shape[0]):
         out = np.empty((upper.shape[0], d, d))
         upper = np.ascontiguousarray(upper, dtype=np.float64)
         _mirror_kernel()(base_upper, float(scale), upper, out)

@@ -58,6 +58,8 @@ from typing import Any
 
 import numpy as np
 
+from dpreg.estimators._linalg import COMPILED_MIN_BATCH
+
 __all__ = [
     "BARTLETT_KERNELS",
     "GRAM_METHODS",
@@ -70,7 +72,7 @@ __all__ = [
 ]
 
 GRAM_METHODS = ("bartlett", "rows")
-BARTLETT_KERNELS = ("numba", "numpy")
+BARTLETT_KERNELS = ("auto", "numba", "numpy")
 
 _BLOCK_ELEMENTS = 1 << 21  # entries of S drawn per block in the direct sampler (16 MB)
 
@@ -176,7 +178,7 @@ def sample_sketch_gram(
     k: np.ndarray | int,
     rng: np.random.Generator,
     method: str = "bartlett",
-    kernel: str = "numba",
+    kernel: str = "auto",
 ) -> np.ndarray:
     r"""Sample :math:`(SA + \eta\xi)^\top (SA + \eta\xi)` exactly in distribution, per trial.
 
@@ -198,11 +200,12 @@ def sample_sketch_gram(
         :math:`k \ge p`; falls back to ``"rows"`` otherwise). ``"rows"``: the Gram
         matrix of :func:`sample_sketch_rows`, :math:`O(k p^2)` per trial. Both are exact
         (module docstring); they consume the generator differently.
-    kernel : {"numba", "numpy"}, default "numba"
+    kernel : {"auto", "numba", "numpy"}, default "auto"
         How ``"bartlett"`` forms :math:`(L_\eta B)(L_\eta B)^\top` from the same draws:
-        one compiled loop per trial (no temporaries; the result is exactly symmetric) or
-        numpy's batched products (the reference). Equal to round-off
-        (``tests/unit/test_gram_sketch.py``).
+        one compiled loop per trial (``"numba"``; no temporaries, the result is exactly
+        symmetric) or numpy's batched products (``"numpy"``, the reference); ``"auto"``:
+        compiled from :data:`dpreg.estimators._linalg.COMPILED_MIN_BATCH` trials on.
+        Equal to round-off (``tests/unit/test_gram_sketch.py``).
 
     Returns
     -------
@@ -232,7 +235,7 @@ def sample_sketch_gram(
         df = np.broadcast_to(ks[..., None] - np.arange(p), (trials, p)).astype(np.float64)
         diagonal = np.sqrt(rng.chisquare(df))
         below = rng.standard_normal((trials, p * (p - 1) // 2))
-        if kernel == "numba":
+        if kernel == "numba" or (kernel == "auto" and trials >= COMPILED_MIN_BATCH):
             out = np.empty((trials, p, p))
             _bartlett_kernel()(factor.eigenvectors, factor.eigenvalues, var, diagonal, below, out)
             return out
