@@ -19,6 +19,7 @@ The module is layered as the project's conventions ask:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -141,7 +142,7 @@ def adassp_noise_scales(
         return 0.0, 0.0, 0.0
     eps_r, delta_r = budget.epsilon / 3.0, budget.delta / 3.0
     if mechanism == "analytic":
-        scales = tuple(float(analytic_gaussian_sigma(eps_r, delta_r, s)) for s in sens)
+        scales = tuple(_agm_sigma(eps_r, delta_r, s) for s in sens)
         return scales  # type: ignore[return-value]
     factor = math.sqrt(2.0 * math.log(6.0 / budget.delta)) / eps_r
     scales = tuple(factor * s for s in sens)
@@ -237,6 +238,18 @@ def _solve_batch(
     return solve_symmetric_batch(A, b, shift=shift)
 
 
+@functools.lru_cache(maxsize=1024)  # pure in public inputs; a root search (~0.1 ms) per call
+def _agm_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+    """:func:`dpreg.privacy.gaussian.analytic_gaussian_sigma`, cached."""
+    return float(analytic_gaussian_sigma(epsilon, delta, sensitivity))
+
+
+@functools.lru_cache(maxsize=1024)  # pure in the noise scales actually used
+def _gaussian_epsilon(sigma: float, delta: float, sensitivity: float) -> float:
+    """:func:`dpreg.privacy.gaussian.gaussian_epsilon`, cached."""
+    return float(gaussian_epsilon(sigma, delta, sensitivity))
+
+
 def _certified_budget(
     epsilon: float, delta: float, sigmas: tuple[float, ...], sensitivities: tuple[float, ...]
 ) -> ApproxDP:
@@ -251,7 +264,7 @@ def _certified_budget(
         return ApproxDP(math.inf, delta)
     m = len(sigmas)
     spent = math.fsum(
-        gaussian_epsilon(s, delta / m, c) for s, c in zip(sigmas, sensitivities, strict=True)
+        _gaussian_epsilon(s, delta / m, c) for s, c in zip(sigmas, sensitivities, strict=True)
     )
     return ApproxDP(spent, delta)
 
@@ -514,9 +527,7 @@ def adassp_release(
     if yty_share is not None:
         sens_yty = float(bound_y) ** 2
         sigma3 = (
-            0.0
-            if math.isinf(epsilon)
-            else float(analytic_gaussian_sigma(yty_share * epsilon, 0.25 * delta, sens_yty))
+            0.0 if math.isinf(epsilon) else _agm_sigma(yty_share * epsilon, 0.25 * delta, sens_yty)
         )
         sigmas, all_sens = (*sigmas, sigma3), (*sens, sens_yty)
 
