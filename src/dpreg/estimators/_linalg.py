@@ -29,14 +29,15 @@ than a relative :math:`O(d u)`. That bound can be loose, so where it does not de
 :math:`\beta = \|\hat W\|_F^2` with :math:`\hat W` the computed :math:`\hat L^{-1}`
 (:math:`O(d^3)`; its relative error is of order :math:`d\,u\,\kappa(L) \le 10^{-5}` on
 the certified systems). The factor 2 absorbs both roundings. A system with
-:math:`\ell > 1024\, d\, u\, U` is certified regular: the eigenvalues ``eigvalsh``
-computes are within :math:`p(d)\,u\,U` of the exact ones (backward stability), with
-:math:`p(d)` far below the factor 1024 d, so they are positive and their ratio exceeds
-``d * eps``: the rule would choose the regular branch. Those systems are solved with the
-Cholesky factor (forward and back substitution), equal to ``numpy.linalg.solve`` to
-round-off. Every other system -- a failed factorisation (indefinite, singular, NaN), a
-condition number above about :math:`1/(2048\,d\,u)` (about :math:`10^{11}` at d = 26)
-or a non-finite solution -- goes through the reference path. The branch taken is
+:math:`\ell > 1024\, d\, \varepsilon\, U` (:math:`\varepsilon = 2u`, the ``eps`` of the
+rule) is certified regular: the eigenvalues ``eigvalsh`` computes are within
+:math:`p(d)\,u\,U` of the exact ones (backward stability), with :math:`p(d)` far below
+the factor 1024 d, so they are positive and their ratio exceeds ``d * eps``: the rule
+would choose the regular branch. Those systems are solved with the Cholesky factor
+(forward and back substitution), equal to ``numpy.linalg.solve`` to round-off. Every
+other system -- a failed factorisation (indefinite, singular, NaN), a condition number
+above about :math:`1/(2048\,d\,\varepsilon)` (about :math:`10^{11}` at d = 26) or a
+non-finite solution -- goes through the reference path. The branch taken is
 therefore the reference's for every system (tested on random and near-singular batches in
 ``tests/unit/test_linalg.py``).
 
