@@ -324,7 +324,7 @@ def test_contract_budget_and_diagnostics():
     part = fit.diagnostics["budget_per_release"]
     assert 3 * part.epsilon == pytest.approx(1.0) and 3 * part.delta == pytest.approx(1e-6)
     assert fit.diagnostics["delta_per_release_exact"] == pytest.approx(1e-6 / 3, rel=1e-6)
-    for key in ("lambda_min_noisy", "ridge", "min_eigenvalue"):
+    for key in ("lambda_min_noisy", "ridge"):
         assert fit.diagnostics[key].shape == (4,)
     for key in ("sigma_lambda_min", "sigma_xtx", "sigma_xty"):
         assert isinstance(fit.diagnostics[key], float)

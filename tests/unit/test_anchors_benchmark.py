@@ -85,7 +85,9 @@ def test_a_tiny_side_by_side_run_writes_rows_and_laws(authors, tmp_path):
         "dp_gd (fast)",
     }
     assert (frame["their_trials"] == 30).all() and (frame["our_trials"] == 200).all()
-    assert np.isfinite(frame[["their_mean_mse", "our_mean_mse", "speedup"]]).all().all()
+    timed = ["their_mean_mse", "our_mean_mse", "speedup", "speedup_cpu"]
+    assert np.isfinite(frame[timed]).all().all()
+    assert (frame["our_cpu_seconds_per_trial"] > 0).all()
     # the same estimators under the same settings: no cell is rejected
     assert frame["laws_agree"].all(), frame[["method", "ks_pvalue", "welch_pvalue"]]
     assert "## Summary" in (out / "anchors.md").read_text()

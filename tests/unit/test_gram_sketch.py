@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from dpreg.estimators.gram_sketch import (
@@ -157,3 +159,37 @@ def test_per_trial_sketch_sizes(method):
         draw(0.4, np.array([4.5, 5.0]), 0)
     with pytest.raises(ValueError, match="entries"):
         draw(np.ones(3), np.array([4, 5]), 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    p=st.integers(1, 30),
+    trials=st.integers(1, 6),
+    rank=st.integers(0, 30),
+    log_eta=st.floats(-8.0, 2.0),
+)
+def test_compiled_bartlett_product_equals_the_numpy_reference(seed, p, trials, rank, log_eta):
+    # Same draws (the generator ends in the same state), same matrices to round-off, and
+    # exactly symmetric; singular Gram matrices and per-trial sketch sizes included.
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(max(p, 2) + 3, p)) * (rng.uniform(size=p) < 0.8)
+    A[:, min(rank, p) :] = 0.0
+    f = gram_factor(A)
+    etas = 10.0 ** (log_eta + rng.uniform(-1, 1, size=trials))
+    ks = rng.integers(p, 6 * p + 2, size=trials)
+    rng_fast, rng_ref = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
+    fast = sample_sketch_gram(f, etas, ks, rng_fast, kernel="numba")
+    ref = sample_sketch_gram(f, etas, ks, rng_ref, kernel="numpy")
+    assert rng_fast.bit_generator.state == rng_ref.bit_generator.state
+    np.testing.assert_array_equal(fast, fast.transpose(0, 2, 1))
+    # rounding of sums of p products: at most a few p eps sqrt(W_ii W_jj) (Cauchy-Schwarz)
+    diag = np.sqrt(np.einsum("tii->ti", ref))
+    bound = 8 * p * np.finfo(float).eps * diag[:, :, None] * diag[:, None, :]
+    assert np.all(np.abs(fast - ref) <= bound)
+
+
+def test_unknown_bartlett_kernel_is_refused():
+    f = gram_factor(_matrix())
+    with pytest.raises(ValueError, match="kernel"):
+        sample_sketch_gram(f, np.ones(2), 5, np.random.default_rng(0), kernel="blas")

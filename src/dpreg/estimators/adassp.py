@@ -19,6 +19,7 @@ The module is layered as the project's conventions ask:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import check_bounded_design, check_choice, check_positive, check_probability
-from dpreg.estimators._linalg import solve_symmetric_batch
+from dpreg.estimators._linalg import solve_symmetric_batch, symmetric_from_upper
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import (
     analytic_gaussian_sigma,
@@ -141,7 +142,7 @@ def adassp_noise_scales(
         return 0.0, 0.0, 0.0
     eps_r, delta_r = budget.epsilon / 3.0, budget.delta / 3.0
     if mechanism == "analytic":
-        scales = tuple(float(analytic_gaussian_sigma(eps_r, delta_r, s)) for s in sens)
+        scales = tuple(_agm_sigma(eps_r, delta_r, s) for s in sens)
         return scales  # type: ignore[return-value]
     factor = math.sqrt(2.0 * math.log(6.0 / budget.delta)) / eps_r
     scales = tuple(factor * s for s in sens)
@@ -219,22 +220,34 @@ def release_sufficient_statistics(
     """
     d = xty.shape[0]
     z = rng.standard_normal(trials)
-    rows, cols = np.triu_indices(d)
-    upper = rng.standard_normal((trials, rows.size))
+    upper = rng.standard_normal((trials, d * (d + 1) // 2))
     zeta = rng.standard_normal((trials, d))
-    xi = np.empty((trials, d, d))
-    xi[:, rows, cols] = upper
-    xi[:, cols, rows] = upper
+    # xtx + sigma xi on the upper triangle, mirrored (xtx is exactly symmetric, so entry
+    # (i, j) is xtx[i, j] + sigma xi[i, j] either way)
     return NoisyStatistics(
         lambda_min=lambda_min + sigma_lambda_min * z,
-        xtx=xtx[None, :, :] + sigma_xtx * xi,
+        xtx=symmetric_from_upper(xtx, sigma_xtx, upper),
         xty=xty[None, :] + sigma_xty * zeta,
     )
 
 
-def _solve_batch(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _solve_batch(
+    A: np.ndarray, b: np.ndarray, shift: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Solve the noisy systems (:func:`dpreg.estimators._linalg.solve_symmetric_batch`)."""
-    return solve_symmetric_batch(A, b)
+    return solve_symmetric_batch(A, b, shift=shift)
+
+
+@functools.lru_cache(maxsize=1024)  # pure in public inputs; a root search (~0.1 ms) per call
+def _agm_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+    """:func:`dpreg.privacy.gaussian.analytic_gaussian_sigma`, cached."""
+    return float(analytic_gaussian_sigma(epsilon, delta, sensitivity))
+
+
+@functools.lru_cache(maxsize=1024)  # pure in the noise scales actually used
+def _gaussian_epsilon(sigma: float, delta: float, sensitivity: float) -> float:
+    """:func:`dpreg.privacy.gaussian.gaussian_epsilon`, cached."""
+    return float(gaussian_epsilon(sigma, delta, sensitivity))
 
 
 def _certified_budget(
@@ -251,7 +264,7 @@ def _certified_budget(
         return ApproxDP(math.inf, delta)
     m = len(sigmas)
     spent = math.fsum(
-        gaussian_epsilon(s, delta / m, c) for s, c in zip(sigmas, sensitivities, strict=True)
+        _gaussian_epsilon(s, delta / m, c) for s, c in zip(sigmas, sensitivities, strict=True)
     )
     return ApproxDP(spent, delta)
 
@@ -325,8 +338,11 @@ def fit_adassp(
         ``xtx_noisy`` (trials, d, d) and ``xty_noisy`` (trials, d) (the noisy
         :math:`X^\top X` and :math:`X^\top y` before the ridge),
         ``lambda_min_noisy`` and ``ridge`` (trials,) (:math:`\tilde\lambda_{\min}` and
-        :math:`\tilde\lambda`), ``min_eigenvalue`` (trials,) of the regularised noisy
-        Gram matrix, ``n_indefinite`` (trials where it is not positive definite),
+        :math:`\tilde\lambda`), ``n_indefinite`` (trials whose regularised noisy Gram
+        matrix ``xtx_noisy + ridge I`` has a smallest eigenvalue <= 0; its eigenvalues
+        are computed only where a Cholesky certificate cannot decide the solve, see
+        :func:`dpreg.estimators._linalg.solve_symmetric_batch`, so they are not returned:
+        ``numpy.linalg.eigvalsh`` of that matrix gives them),
         ``n_robust_solves`` (trials solved by pseudo-inverse because the matrix was
         numerically singular), ``mechanism``, ``shift``, ``failure_prob``,
         ``lambda_min_shift``, ``ridge_scale``, ``sensitivities``,
@@ -511,9 +527,7 @@ def adassp_release(
     if yty_share is not None:
         sens_yty = float(bound_y) ** 2
         sigma3 = (
-            0.0
-            if math.isinf(epsilon)
-            else float(analytic_gaussian_sigma(yty_share * epsilon, 0.25 * delta, sens_yty))
+            0.0 if math.isinf(epsilon) else _agm_sigma(yty_share * epsilon, 0.25 * delta, sens_yty)
         )
         sigmas, all_sens = (*sigmas, sigma3), (*sens, sens_yty)
 
@@ -541,8 +555,8 @@ def adassp_release(
     lambda_min_noisy = np.maximum(stats.lambda_min - shift_amount, 0.0)
     ridge = np.maximum(0.0, ridge_scale - lambda_min_noisy)
 
-    A = stats.xtx + ridge[:, None, None] * np.eye(d)[None, :, :]
-    theta, robust, eig = _solve_batch(A, stats.xty)
+    # (xtx_noisy + ridge I) theta = xty_noisy, the ridge added inside the solver
+    theta, robust, eig = _solve_batch(stats.xtx, stats.xty, shift=ridge)
     if not np.all(np.isfinite(theta)):  # pragma: no cover - solve/pinv of finite input
         bad = int(np.sum(~np.all(np.isfinite(theta), axis=1)))
         raise FloatingPointError(
@@ -561,7 +575,7 @@ def adassp_release(
             "xty_noisy": stats.xty,
             "lambda_min_noisy": lambda_min_noisy,
             "ridge": ridge,
-            "min_eigenvalue": eig[:, 0].copy(),
+            # certified systems (NaN rows) are positive definite
             "n_indefinite": int(np.sum(eig[:, 0] <= 0.0)),
             "n_robust_solves": int(np.sum(robust)),
             "mechanism": mechanism,

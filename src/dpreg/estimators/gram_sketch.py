@@ -53,10 +53,15 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 import numpy as np
 
+from dpreg.estimators._linalg import COMPILED_MIN_BATCH
+
 __all__ = [
+    "BARTLETT_KERNELS",
     "GRAM_METHODS",
     "GramFactor",
     "direct_sketch",
@@ -67,6 +72,7 @@ __all__ = [
 ]
 
 GRAM_METHODS = ("bartlett", "rows")
+BARTLETT_KERNELS = ("auto", "numba", "numpy")
 
 _BLOCK_ELEMENTS = 1 << 21  # entries of S drawn per block in the direct sampler (16 MB)
 
@@ -172,6 +178,7 @@ def sample_sketch_gram(
     k: np.ndarray | int,
     rng: np.random.Generator,
     method: str = "bartlett",
+    kernel: str = "auto",
 ) -> np.ndarray:
     r"""Sample :math:`(SA + \eta\xi)^\top (SA + \eta\xi)` exactly in distribution, per trial.
 
@@ -193,6 +200,12 @@ def sample_sketch_gram(
         :math:`k \ge p`; falls back to ``"rows"`` otherwise). ``"rows"``: the Gram
         matrix of :func:`sample_sketch_rows`, :math:`O(k p^2)` per trial. Both are exact
         (module docstring); they consume the generator differently.
+    kernel : {"auto", "numba", "numpy"}, default "auto"
+        How ``"bartlett"`` forms :math:`(L_\eta B)(L_\eta B)^\top` from the same draws:
+        one compiled loop per trial (``"numba"``; no temporaries, the result is exactly
+        symmetric) or numpy's batched products (``"numpy"``, the reference); ``"auto"``:
+        compiled from :data:`dpreg.estimators._linalg.COMPILED_MIN_BATCH` trials on.
+        Equal to round-off (``tests/unit/test_gram_sketch.py``).
 
     Returns
     -------
@@ -202,11 +215,13 @@ def sample_sketch_gram(
     """
     if method not in GRAM_METHODS:
         raise ValueError(f"method must be one of {GRAM_METHODS}; got {method!r}")
+    if kernel not in BARTLETT_KERNELS:
+        raise ValueError(f"kernel must be one of {BARTLETT_KERNELS}; got {kernel!r}")
     ks = _sketch_sizes(k, np.size(noise_std))
     var = _noise_var(noise_std, ks.size if ks.ndim else None)
     trials, p = var.size, factor.dim
-    L = factor.factor(var)  # (trials, p, p)
     if method == "rows" or ks.min() < p:
+        L = factor.factor(var)  # (trials, p, p)
         if ks.ndim == 0 or np.all(ks == ks.flat[0]):
             Z = rng.standard_normal((trials, int(ks.flat[0]), p))
             W = Z.transpose(0, 2, 1) @ Z
@@ -218,14 +233,64 @@ def sample_sketch_gram(
         out = L @ W @ L.transpose(0, 2, 1)
     else:
         df = np.broadcast_to(ks[..., None] - np.arange(p), (trials, p)).astype(np.float64)
+        diagonal = np.sqrt(rng.chisquare(df))
+        below = rng.standard_normal((trials, p * (p - 1) // 2))
+        if kernel == "numba" or (kernel == "auto" and trials >= COMPILED_MIN_BATCH):
+            out = np.empty((trials, p, p))
+            _bartlett_kernel()(factor.eigenvectors, factor.eigenvalues, var, diagonal, below, out)
+            return out
+        L = factor.factor(var)  # (trials, p, p)
         B = np.zeros((trials, p, p))
         idx = np.arange(p)
-        B[:, idx, idx] = np.sqrt(rng.chisquare(df))
+        B[:, idx, idx] = diagonal
         rows, cols = np.tril_indices(p, -1)
-        B[:, rows, cols] = rng.standard_normal((trials, rows.size))
+        B[:, rows, cols] = below
         LB = L @ B
         out = LB @ LB.transpose(0, 2, 1)
     return 0.5 * (out + out.transpose(0, 2, 1))
+
+
+@cache
+def _bartlett_kernel() -> Any:
+    """Compile (or load from numba's cache) the Bartlett product kernel."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def bartlett_product(V, w, var, diagonal, below, out):
+        # Per trial t: L = V diag(sqrt(w + var[t])), B lower triangular with diagonal[t] on
+        # the diagonal and below[t] under it (numpy.tril_indices(p, -1) order, row by row);
+        # out[t] = (L B)(L B)', written as C = (L B)' = B' L' (rows of C are sums of rows of
+        # L' weighted by columns of B), then out = C' C, lower half mirrored: exactly
+        # symmetric. All inner loops run along contiguous rows.
+        trials, p = diagonal.shape
+        LT = np.empty((p, p))
+        C = np.empty((p, p))
+        for t in range(trials):
+            for k in range(p):
+                scale = np.sqrt(w[k] + var[t])
+                for i in range(p):
+                    LT[k, i] = V[i, k] * scale
+            for j in range(p):
+                a = diagonal[t, j]
+                for i in range(p):
+                    C[j, i] = a * LT[j, i]
+                for k in range(j + 1, p):
+                    a = below[t, k * (k - 1) // 2 + j]
+                    for i in range(p):
+                        C[j, i] += a * LT[k, i]
+            for i in range(p):
+                for j in range(i + 1):
+                    out[t, i, j] = 0.0
+            for m in range(p):
+                for i in range(p):
+                    a = C[m, i]
+                    for j in range(i + 1):
+                        out[t, i, j] += a * C[m, j]
+            for i in range(p):
+                for j in range(i):
+                    out[t, j, i] = out[t, i, j]
+
+    return bartlett_product
 
 
 def direct_sketch(
