@@ -34,7 +34,7 @@ def _problem(seed: int, n: int, d: int, trials: int, batch: int, epochs: int):
 @given(
     seed=st.integers(0, 2**16),
     n=st.integers(1, 60),
-    d=st.integers(1, 5),
+    d=st.integers(1, 12),
     trials=st.integers(1, 4),
     batch=st.integers(1, 4),
     epochs=st.integers(1, 3),
@@ -42,12 +42,15 @@ def _problem(seed: int, n: int, d: int, trials: int, batch: int, epochs: int):
     ridge=st.sampled_from([0.0, 0.1]),
     with_noise=st.booleans(),
     block=st.integers(1, 7),
+    fortran=st.booleans(),
 )
 def test_blocked_steps_equal_reference_bit_for_bit(
-    seed, n, d, trials, batch, epochs, clip, ridge, with_noise, block
+    seed, n, d, trials, batch, epochs, clip, ridge, with_noise, block, fortran
 ):
     batch = min(batch, n)
     X, y, order, noise, theta0 = _problem(seed, n, d, trials, batch, epochs)
+    if fortran:  # a prepared table's X is column-major: its row norms round otherwise
+        X = np.asfortranarray(X)
     noise = noise if with_noise else None
     T = epochs * (n // batch)
     # blocks of `block` steps (and a partial last block), whatever the problem's size
@@ -93,3 +96,15 @@ def test_fit_equals_the_reference_loop(monkeypatch, epochs, correlation):
     )
     assert fast.budget_spent == ref.budget_spent
     assert fast.diagnostics["noise_multiplier"] == ref.diagnostics["noise_multiplier"]
+
+
+@pytest.mark.parametrize("d", [9, 27])
+def test_column_major_rows_equal_reference(d):
+    """A prepared table's X is column-major (caught at paper scale on lev_protein_public)."""
+    X, y, order, noise, theta0 = _problem(5, 400, d, 6, 7, 2)
+    X = np.asfortranarray(X)
+    kwargs = dict(epochs=2, eta=0.3, clip=0.05, ridge=0.0, noise=noise, path=None)
+    fast = _data_steps(X, y, order, theta0.copy(), gather_elements=3 * 6 * 7 * d, **kwargs)
+    ref = _data_steps_reference(X, y, order, theta0.copy(), **kwargs)
+    np.testing.assert_array_equal(fast[0], ref[0])
+    np.testing.assert_array_equal(fast[1], ref[1])

@@ -685,6 +685,9 @@ def _data_steps(
     """
     trials, steps_per_epoch, batch_size = order.shape
     d = X.shape[1]
+    # rows contiguous (a prepared table's X is column-major): faster gathers, and the
+    # norms reduce over contiguous rows as on the reference's gathered batches
+    X = np.ascontiguousarray(X)
     clipped = np.zeros(trials)
     finite = not math.isinf(clip)
     row_norms = np.linalg.norm(X, axis=1) if finite else None
