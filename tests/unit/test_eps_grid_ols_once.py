@@ -81,3 +81,21 @@ def test_grid_block_fits_ols_once_with_the_per_pair_values(monkeypatch):
     expected = pd.concat(frames, ignore_index=True)
     expected.insert(0, "dataset", "toy")
     pd.testing.assert_frame_equal(runs, expected, check_exact=True)
+
+
+def test_scores_equal_the_former_expressions():
+    """The residuals made in place give the former ``y - theta X'`` scores bit for bit."""
+    from dpreg.estimators import get_estimator
+    from dpreg.privacy.budgets import ApproxDP
+
+    data = _data()
+    runs = run_eps_cell(
+        data.X, data.y, estimator="adassp", epsilon=1.0, delta=1e-5, trials=6, seed=4
+    )
+    fit = get_estimator("adassp")(
+        data.X, data.y, budget=ApproxDP(1.0, 1e-5), rng=np.random.default_rng([4, 0]), trials=6,
+        bound_X=1.0, bound_y=1.0,
+    )  # fmt: skip
+    residuals = data.y[None, :] - fit.theta @ data.X.T
+    mse = np.einsum("ij,ij->i", residuals, residuals) / data.X.shape[0]
+    np.testing.assert_array_equal(runs["mse"].to_numpy(), mse)

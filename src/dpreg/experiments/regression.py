@@ -127,7 +127,8 @@ def run_eps_cell(
     if theta_ols is None:
         theta_ols = ols_fit(X, y)
     n = X.shape[0]
-    residuals = y[None, :] - fit.theta @ X.T
+    residuals = fit.theta @ X.T  # (trials, n), then y - X theta in place (same values)
+    np.subtract(y[None, :], residuals, out=residuals)
     mse = np.einsum("ij,ij->i", residuals, residuals) / n
     resid_ols = y - X @ theta_ols
     mse_ols = float(resid_ols @ resid_ols) / n
