@@ -482,9 +482,21 @@ def poisson_dpsgd_epsilon(
         raise ValueError(f"sampling_rate must be in (0, 1]; got {sampling_rate!r}")
     delta = check_probability(delta, "delta")
     check_choice(accountant, "accountant", ACCOUNTANTS)
+    return _accountant_epsilon(noise_multiplier, sampling_rate, int(steps), delta, accountant)
+
+
+@functools.lru_cache(maxsize=1024)
+def _accountant_epsilon(
+    noise_multiplier: float, sampling_rate: float, steps: int, delta: float, accountant: str
+) -> float:
+    """One fresh accountant's epsilon; cached (a pure function of its public arguments).
+
+    The calibration's bracket ends are evaluated again by ``brentq`` (its first two
+    calls), and a fit certifies the noise it calibrated: those repeats cost nothing.
+    """
     acc = _fresh_accountant(accountant)
     with _quiet_absl():
-        acc.compose(_poisson_event(sampling_rate, noise_multiplier, int(steps)))
+        acc.compose(_poisson_event(sampling_rate, noise_multiplier, steps))
         return float(acc.get_epsilon(delta))
 
 

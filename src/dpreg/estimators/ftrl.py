@@ -99,6 +99,8 @@ The steps are a Python loop (vectorised over trials, about 10-50 µs each), so a
 _BRUTE_FORCE_STEPS = 2048
 _DEFAULT_NOISE_BYTES = 512 * 2**20
 _INPUT_BLOCK = 2048
+#: Gathered row elements per block of steps in :func:`_data_steps` (8 MB of float64).
+_GATHER_ELEMENTS = 2**20
 
 
 def _rowdot_einsum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -620,6 +622,102 @@ def stream_certificate(
     return spent, rho_certified, epsilon_certified
 
 
+def _data_steps_reference(
+    X: np.ndarray,
+    y: np.ndarray,
+    order: np.ndarray,
+    theta: np.ndarray,
+    *,
+    epochs: int,
+    eta: float,
+    clip: float,
+    ridge: float,
+    noise: np.ndarray | None,
+    path: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run the steps of :func:`fit_dp_ftrl` one at a time (the simple reference path).
+
+    ``order`` (trials, steps per epoch, b) holds each trial's rows; returns the last
+    iterate (trials, d) and the count of clipped row-steps per trial.
+    """
+    trials, steps_per_epoch, batch_size = order.shape
+    clipped = np.zeros(trials)
+    for t in range(epochs * steps_per_epoch):
+        idx = order[:, t % steps_per_epoch, :]
+        Xb = X[idx]  # (trials, b, d)
+        resid = np.einsum("tbd,td->tb", Xb, theta) - y[idx]
+        if not math.isinf(clip):
+            norms = np.abs(resid) * np.linalg.norm(Xb, axis=2)
+            clipped += np.count_nonzero(norms > clip, axis=1)
+            resid = resid * (clip / np.maximum(norms, clip))
+        grad = np.einsum("tbd,tb->td", Xb, resid) / batch_size
+        if ridge > 0:
+            grad += ridge * theta
+        if noise is not None:
+            grad += noise[t]
+        theta = theta - eta * grad
+        if path is not None:
+            path[:, t] = theta
+    return theta, clipped
+
+
+def _data_steps(
+    X: np.ndarray,
+    y: np.ndarray,
+    order: np.ndarray,
+    theta: np.ndarray,
+    *,
+    epochs: int,
+    eta: float,
+    clip: float,
+    ridge: float,
+    noise: np.ndarray | None,
+    path: np.ndarray | None,
+    gather_elements: int = _GATHER_ELEMENTS,
+) -> tuple[np.ndarray, np.ndarray]:
+    r""":func:`_data_steps_reference` with the batches gathered many steps at a time.
+
+    The same arithmetic on the same arrays (bit for bit, tested): the rows of up to
+    ``gather_elements`` / (trials b d) steps are gathered at once into a
+    (steps, trials, b, d) array, whose step slices are the contiguous (trials, b, d)
+    batches of the reference, and the row norms :math:`\|x_i\|` are computed once
+    per row instead of once per row-step (the same reduction over the same d values).
+    """
+    trials, steps_per_epoch, batch_size = order.shape
+    d = X.shape[1]
+    # rows contiguous (a prepared table's X is column-major): faster gathers, and the
+    # norms reduce over contiguous rows as on the reference's gathered batches
+    X = np.ascontiguousarray(X)
+    clipped = np.zeros(trials)
+    finite = not math.isinf(clip)
+    row_norms = np.linalg.norm(X, axis=1) if finite else None
+    by_step = np.ascontiguousarray(order.transpose(1, 0, 2))  # (steps, trials, b)
+    block = max(1, min(steps_per_epoch, gather_elements // max(1, trials * batch_size * d)))
+    t = 0
+    for _ in range(epochs):
+        for start in range(0, steps_per_epoch, block):
+            idx = by_step[start : start + block]
+            X_block, y_block = X[idx], y[idx]  # (k, trials, b, d), (k, trials, b)
+            n_block = row_norms[idx] if finite else None
+            for k in range(idx.shape[0]):
+                Xb = X_block[k]
+                resid = np.einsum("tbd,td->tb", Xb, theta) - y_block[k]
+                if finite:
+                    norms = np.abs(resid) * n_block[k]
+                    clipped += np.count_nonzero(norms > clip, axis=1)
+                    resid = resid * (clip / np.maximum(norms, clip))
+                grad = np.einsum("tbd,tb->td", Xb, resid) / batch_size
+                if ridge > 0:
+                    grad += ridge * theta
+                if noise is not None:
+                    grad += noise[t]
+                theta = theta - eta * grad
+                if path is not None:
+                    path[:, t] = theta
+                t += 1
+    return theta, clipped
+
+
 def fit_dp_ftrl(
     X: np.ndarray,
     y: np.ndarray,
@@ -843,23 +941,10 @@ def fit_dp_ftrl(
         order = np.broadcast_to(np.arange(used), (trials, used))
     order = order.reshape(trials, steps_per_epoch, batch_size)
     path = np.empty((trials, T, d)) if return_path else None
-    clipped = np.zeros(trials)
-    for t in range(T):
-        idx = order[:, t % steps_per_epoch, :]
-        Xb = X[idx]  # (trials, b, d)
-        resid = np.einsum("tbd,td->tb", Xb, theta) - y[idx]
-        if not math.isinf(clip):
-            norms = np.abs(resid) * np.linalg.norm(Xb, axis=2)
-            clipped += np.count_nonzero(norms > clip, axis=1)
-            resid = resid * (clip / np.maximum(norms, clip))
-        grad = np.einsum("tbd,tb->td", Xb, resid) / batch_size
-        if ridge > 0:
-            grad += ridge * theta
-        if noise is not None:
-            grad += noise[t]
-        theta = theta - eta * grad
-        if path is not None:
-            path[:, t] = theta
+    theta, clipped = _data_steps(
+        X, y, order, theta, epochs=epochs, eta=eta, clip=clip, ridge=ridge, noise=noise,
+        path=path,
+    )  # fmt: skip
     private = not math.isinf(clip) and sigma_dp > 0
     spent, rho_certified, epsilon_certified = stream_certificate(
         sigma_dp,

@@ -39,7 +39,7 @@ from dpreg.experiments.params import (
     positive_finite,
     positive_integer,
 )
-from dpreg.experiments.regression import run_eps_cell, study_delta
+from dpreg.experiments.regression import ols_fit, run_eps_cell, study_delta
 from dpreg.experiments.study_kind import StudyKind
 
 __all__ = [
@@ -111,6 +111,7 @@ def run_gamma_sweep_cell(
     exact = next(g for p, g, _ in points if p == "exact")
     code = next(g for p, g, _ in points if p == "code")
     frames = []
+    theta_ols = ols_fit(data.X, data.y)  # once for every point: the same rows
     for point, gamma, factor in points:
         runs = run_eps_cell(
             data.X,
@@ -126,6 +127,7 @@ def run_gamma_sweep_cell(
             bound_X=float(P.bound_X),
             bound_y=float(P.bound_y),
             conversion=cell_conversion(cell),
+            theta_ols=theta_ols,
         )
         runs.insert(0, "point", point)
         runs["gamma"] = gamma

@@ -38,6 +38,18 @@ def study_delta(n: int, rule: str, value: float | None = None) -> float:
     raise ValueError(f"unknown delta rule {rule!r}; choose one of {DELTA_RULES}")
 
 
+def ols_fit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Return the least-squares fit of ``(X, y)`` (the reference every pair is scored on).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ols_fit(np.array([[1.0], [2.0]]), np.array([2.0, 4.0]))
+    array([2.])
+    """
+    return np.linalg.lstsq(X, y, rcond=None)[0]
+
+
 def run_eps_cell(
     X: np.ndarray,
     y: np.ndarray,
@@ -54,6 +66,7 @@ def run_eps_cell(
     bound_y: float = 1.0,
     conversion: str = "tight",
     label: str | None = None,
+    theta_ols: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Run ``trials`` independent fits of a DP estimator and score them against OLS.
 
@@ -83,6 +96,9 @@ def run_eps_cell(
     label : str, optional
         Name recorded in the ``estimator`` column (a study's variant label, e.g.
         ``ihm_code``); default ``estimator``.
+    theta_ols : ndarray, optional
+        The least-squares fit of ``(X, y)`` (:func:`ols_fit`), when the caller scores
+        several pairs on the same rows; default: computed here (the same values).
 
     Returns
     -------
@@ -108,9 +124,11 @@ def run_eps_cell(
         bound_y=bound_y,
         **dict(hyper or {}),
     )
-    theta_ols = np.linalg.lstsq(X, y, rcond=None)[0]
+    if theta_ols is None:
+        theta_ols = ols_fit(X, y)
     n = X.shape[0]
-    residuals = y[None, :] - fit.theta @ X.T
+    residuals = fit.theta @ X.T  # (trials, n), then y - X theta in place (same values)
+    np.subtract(y[None, :], residuals, out=residuals)
     mse = np.einsum("ij,ij->i", residuals, residuals) / n
     resid_ols = y - X @ theta_ols
     mse_ols = float(resid_ols @ resid_ols) / n
@@ -270,6 +288,7 @@ def run_eps_grid_cell(
     names = _registry_names(P)
     frames = []
     pairs = [(e, eps) for e in _as_list(P.estimator) for eps in _as_list(P.epsilon)]
+    theta_ols = ols_fit(data.X, data.y)  # once for every pair: the same rows
     for stream, (estimator, epsilon) in enumerate(pairs):
         runs = run_eps_cell(
             data.X,
@@ -286,6 +305,7 @@ def run_eps_grid_cell(
             bound_y=float(P.bound_y),
             conversion=cell["conversion"],
             label=str(estimator),
+            theta_ols=theta_ols,
         )
         frames.append(runs)
     runs = pd.concat(frames, ignore_index=True)
