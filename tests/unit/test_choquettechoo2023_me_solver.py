@@ -245,7 +245,7 @@ def test_relaxation_is_validated(bad):
 
 
 @pytest.mark.parametrize(
-    ("T", "workload"), [(9, "prefix"), (40, "prefix"), (40, "momentum"), (96, "momentum")]
+    ("T", "workload"), [(9, "prefix"), (40, "prefix"), (40, "momentum"), (64, "momentum")]
 )
 def test_lbfgs_matches_the_fixed_point_within_the_certified_gaps(T, workload):
     from dpreg.estimators.ftrl_workloads import momentum_cooldown_workload
@@ -304,7 +304,6 @@ def test_lbfgs_certificate_is_enforced():
     ("kwargs", "word"),
     [
         ({"method": "newton"}, "method"),
-        ({"method": "lbfgs", "k": 3, "b": 4}, "one participation"),
         ({"method": "lbfgs", "relaxation": 2.0}, "relaxation"),
     ],
 )
@@ -316,4 +315,35 @@ def test_bad_method_is_refused(kwargs, word):
 def test_auto_method():
     assert solve_me(12).method == "lbfgs"
     assert solve_me(12, relaxation=2.0).method == "fixed_point"
-    assert solve_me(12, 3, 4).method == "fixed_point"
+    assert solve_me(12, 3, 4).method == "lbfgs"
+    assert solve_me(12, 3, 4, method="fixed_point").method == "fixed_point"
+
+
+@pytest.mark.parametrize(("T", "k", "b"), [(12, 3, 4), (40, 4, 10), (60, 3, 20), (80, 4, 20)])
+def test_block_lbfgs_matches_the_fixed_point_within_the_certified_gaps(T, k, b):
+    tol = 1e-7
+    ref = solve_me(T, k, b, tol=tol, max_iter=20_000, method="fixed_point")
+    fast = solve_me(T, k, b, tol=tol, max_iter=1000, method="lbfgs")
+    assert fast.converged and fast.relative_gap <= tol
+    assert fast.dual_bound <= ref.objective * (1 + 1e-12)
+    assert ref.dual_bound <= fast.objective * (1 + 1e-12)
+    assert abs(fast.objective - ref.objective) <= 2 * tol * ref.objective
+    for g in fixed_epoch_groups(T, k, b):  # orthogonal columns within each pattern
+        block = fast.gram[np.ix_(g, g)]
+        np.testing.assert_array_equal(block, np.diag(np.diag(block)))
+        assert np.trace(block) == pytest.approx(1.0, abs=1e-12)
+    f = fast.factorization()
+    sens = multi_participation_sensitivity_sq(f.encoder, k, b, schema="fixed_epoch")
+    assert sens == pytest.approx(1.0, rel=1e-9)
+    assert f.prefix_error == pytest.approx(fast.objective, rel=1e-9)
+    assert fast.iterations < ref.iterations
+
+
+@settings(max_examples=10, deadline=None)
+@given(b=st.integers(1, 4), k=st.integers(2, 3), seed=st.integers(0, 2**32 - 1))
+def test_block_lbfgs_weak_duality_on_random_workloads(b, k, seed):
+    T = b * k
+    A = np.random.default_rng(seed).standard_normal((T, T)) + 3 * np.eye(T)
+    sol = solve_me(T, k, b, workload=A, tol=1e-6, max_iter=500, method="lbfgs")
+    assert sol.relative_gap <= 1e-6 and sol.dual_bound <= sol.objective * (1 + 1e-12)
+    assert k * np.sum(A**2) >= sol.dual_bound * (1 - 1e-12)  # X = I / k is feasible

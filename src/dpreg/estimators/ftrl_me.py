@@ -72,7 +72,7 @@ from dpreg.estimators.ftrl_factorizations import (
     _factor_gram,
     prefix_matrix,
 )
-from dpreg.estimators.ftrl_me_dual import solve_single_dual
+from dpreg.estimators.ftrl_me_dual import solve_block_dual, solve_single_dual
 
 __all__ = [
     "DEFAULT_GAP_TOL",
@@ -89,10 +89,9 @@ DEFAULT_GAP_TOL = 1e-4
 
 ME_METHODS: tuple[str, ...] = ("auto", "lbfgs", "fixed_point")
 """Algorithms of :func:`solve_me`: ``fixed_point`` (Denisov et al.'s iteration, the
-reference, any ``k``), ``lbfgs`` (L-BFGS on the dual,
-:func:`~dpreg.estimators.ftrl_me_dual.solve_single_dual`, one participation) and
-``auto`` (``lbfgs`` for one participation without over-relaxation, else
-``fixed_point``). All are checked by the same certificate."""
+reference), ``lbfgs`` (L-BFGS on the same dual, :mod:`dpreg.estimators.ftrl_me_dual`)
+and ``auto`` (``lbfgs`` unless ``relaxation != 1``, a parameter of the fixed point).
+Both are checked by the same certificate."""
 
 
 class MECertificateError(RuntimeError):
@@ -282,12 +281,13 @@ def solve_me(
         exceeds it (e.g. ``max_iter`` too small). ``None`` returns an uncertified point
         (diagnostics only).
     method : {"auto", "lbfgs", "fixed_point"}
-        :data:`ME_METHODS`. ``lbfgs`` (one participation, ``relaxation`` 1) maximises the
-        same dual by L-BFGS from one eigendecomposition per evaluation
-        (:mod:`dpreg.estimators.ftrl_me_dual`): the same certificate (dual bound and
-        feasible point of the same form), in about 12 eigendecompositions on the
-        prefix-sum workload and 35 on the momentum workload at T = 2000, against 37
-        and about 300 for the fixed point. ``auto`` picks it where it applies.
+        :data:`ME_METHODS`. ``lbfgs`` maximises the same dual by L-BFGS, one
+        eigendecomposition per evaluation (:mod:`dpreg.estimators.ftrl_me_dual`): the
+        same certificate (a dual bound and a feasible point of the same form), in 12
+        eigendecompositions on the prefix-sum workload, about 35 on the momentum
+        workload and 37 for 20 epochs of 100 steps at T = 2000, against 37, about 300
+        and 108 for the fixed point (docs/scaling.md). ``auto``: ``lbfgs`` unless
+        ``relaxation != 1``.
 
     Returns
     -------
@@ -323,12 +323,9 @@ def solve_me(
     if method not in ME_METHODS:
         raise ValueError(f"method must be one of {ME_METHODS}; got {method!r}")
     if method == "auto":
-        method = "lbfgs" if k == 1 and relaxation == 1.0 else "fixed_point"
-    if method == "lbfgs" and (k != 1 or relaxation != 1.0):
-        raise ValueError(
-            "method='lbfgs' is for one participation (k = 1) without relaxation (a"
-            " parameter of the fixed point)"
-        )
+        method = "lbfgs" if relaxation == 1.0 else "fixed_point"
+    if method == "lbfgs" and relaxation != 1.0:
+        raise ValueError("relaxation != 1 is a parameter of method='fixed_point', not 'lbfgs'")
     if relaxation != 1.0 and k > 1:
         raise ValueError(
             "relaxation != 1 is for one participation only (with fixed-epoch blocks the"
@@ -341,14 +338,18 @@ def solve_me(
     if np.linalg.eigvalsh(W)[0] <= 1e-12 * np.abs(W).max():
         raise ValueError("workload must have full column rank (A^T A positive definite)")
     start = time.perf_counter()
-    if method == "lbfgs":
-        gram, best_dual, iterations, converged = solve_single_dual(W, float(tol), int(max_iter))
-        return _certified_solution(
-            gram, A, best_dual, iterations, converged, start, k, b, gap_tol, method
-        )
     p = len(groups[0])
     n = len(groups)
     order = np.concatenate(groups)
+    if method == "lbfgs":
+        if k == 1:
+            gram, best_dual, its, ok = solve_single_dual(W, float(tol), int(max_iter))
+        else:
+            Wp = W[np.ix_(order, order)]
+            grouped, _, best_dual, its, ok = solve_block_dual(Wp, n, p, float(tol), int(max_iter))
+            gram = np.empty((T, T))
+            gram[np.ix_(order, order)] = grouped
+        return _certified_solution(gram, A, best_dual, its, ok, start, k, b, gap_tol, method)
     Wp = W[np.ix_(order, order)]  # grouped order: H is block diagonal with (p, p) blocks
     H = np.broadcast_to(np.eye(p), (n, p, p)).copy()
     d = np.full((n, p), 1.0 / p)
