@@ -50,6 +50,12 @@ steps (any lambda > 0 gives a valid dual bound; the floor stops L-BFGS from spen
 evaluations on driving a tiny multiplier towards 0)."""
 
 
+LOG_RANGE = 30.0
+"""L-BFGS keeps each log-multiplier within this distance above (one participation) or
+either side (blocks) of its starting value (a factor e^30 ~ 1e13): a line search can
+then never overflow the eigendecomposition."""
+
+
 class _Certified(Exception):
     """Raised inside the objective to stop the optimiser once the gap is closed."""
 
@@ -141,12 +147,13 @@ def solve_single_dual(
             return -value, -scale * grad
 
         floor = np.log(LAMBDA_FLOOR * float(np.exp(u0).max()))  # keeps lambda > 0 in range
+        lower, upper = (floor - u0) / scale, LOG_RANGE / scale
         minimize(
             objective,
             np.zeros(T),
             jac=True,
             method="L-BFGS-B",
-            bounds=[(lo, None) for lo in (floor - u0) / scale],
+            bounds=list(zip(lower, upper, strict=True)),
             options={"maxiter": max_iter, "maxfun": max_iter, "ftol": 0.0, "gtol": 0.0},
         )
         # L-BFGS stopped before the gap closed: fixed-point steps from its last point
@@ -180,6 +187,7 @@ class _BlockDual:
         self.best_dual, self.best_primal = -np.inf, np.inf
         self.best: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.last_x: np.ndarray | None = None
+        self.S_gg = np.empty((n, p, p))
 
     def gap_closed(self) -> bool:
         return self.best_primal - self.best_dual <= self.tol * self.best_primal
@@ -204,6 +212,7 @@ class _BlockDual:
         sig = np.sqrt(np.clip(ev, 1e-300, None))
         Vg = V.reshape(n, p, T)
         S_gg = np.matmul(Vg * sig, np.swapaxes(Vg, 1, 2))  # diagonal blocks of S
+        self.S_gg = S_gg
         dual = 2.0 * float(sig.sum()) - float(mu.sum())
         self.best_dual = max(self.best_dual, dual)
         L_inv = np.linalg.inv(L)
@@ -246,7 +255,9 @@ def solve_block_dual(
     The feasible point is the fixed point's congruence :math:`K^\top X^\star K` with the
     allocation :math:`d_g \propto \mathrm{diag}(X^\star_{gg})`, its objective
     :math:`\sum_{jk}Q_{jk}^2\sigma_j^2/\sigma_k`, :math:`Q = V^\top JV`,
-    :math:`J = L^{-1}K^{-1}L` (one T x T product). Starts from :math:`H = I`; L-BFGS
+    :math:`J = L^{-1}K^{-1}L` (one T x T product). Starts from :math:`H_g =
+    (\mathrm{tr}(S_{gg})/p) I` with :math:`S` at :math:`H = I` (the scale, as the fixed
+    point's first step), :math:`\log\mu_g` kept within ``LOG_RANGE`` of it; L-BFGS
     restarts from its last point if it stops before the gap closes.
 
     Parameters
@@ -280,14 +291,19 @@ def solve_block_dual(
     """
     T = n * p
     dual = _BlockDual(Wp, n, p, tol, max_iter)
-    x = np.concatenate([np.zeros(n), np.broadcast_to(np.eye(p), (n, p, p)).ravel()])
+    eye = np.broadcast_to(np.eye(p), (n, p, p)).ravel()
     try:
+        dual(np.concatenate([np.zeros(n), eye]))  # H = I
+        u0 = np.log(np.trace(dual.S_gg, axis1=1, axis2=2) / p)  # the scale of each block
+        x = np.concatenate([u0, eye])
+        bounds = [(lo, lo + 2 * LOG_RANGE) for lo in u0 - LOG_RANGE] + [(None, None)] * eye.size
         while True:
             minimize(
                 dual,
                 x,
                 jac=True,
                 method="L-BFGS-B",
+                bounds=bounds,
                 options={"maxiter": max_iter, "maxfun": max_iter, "ftol": 0.0, "gtol": 0.0},
             )
             x = dual.last_x  # stopped before the gap closed: restart from the last point
