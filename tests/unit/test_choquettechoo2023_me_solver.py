@@ -347,3 +347,17 @@ def test_block_lbfgs_weak_duality_on_random_workloads(b, k, seed):
     sol = solve_me(T, k, b, workload=A, tol=1e-6, max_iter=500, method="lbfgs")
     assert sol.relative_gap <= 1e-6 and sol.dual_bound <= sol.objective * (1 + 1e-12)
     assert k * np.sum(A**2) >= sol.dual_bound * (1 - 1e-12)  # X = I / k is feasible
+
+
+def test_block_lbfgs_on_the_momentum_workload_is_certified():
+    # a hard case for L-BFGS (5 epochs of 20 steps under momentum and cooldown: ~700
+    # evaluations; at 5 x 40 a line search overflowed the eigendecomposition before log(mu)
+    # was bounded): finite and certified
+    from dpreg.estimators.ftrl_workloads import momentum_cooldown_workload
+
+    A = momentum_cooldown_workload(100)
+    sol = solve_me(100, 5, 20, workload=A, tol=1e-5, max_iter=1500, method="lbfgs")
+    assert sol.converged and sol.relative_gap <= 1e-5
+    assert np.all(np.isfinite(sol.gram))
+    # X = I / k is feasible, so no better than the dual bound
+    assert 5 * np.sum(A**2) >= sol.dual_bound
