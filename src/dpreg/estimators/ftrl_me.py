@@ -283,10 +283,10 @@ def solve_me(
     method : {"auto", "lbfgs", "fixed_point"}
         :data:`ME_METHODS`. ``lbfgs`` maximises the same dual by L-BFGS, one
         eigendecomposition per evaluation (:mod:`dpreg.estimators.ftrl_me_dual`): the
-        same certificate (a dual bound and a feasible point of the same form), in 12
-        eigendecompositions on the prefix-sum workload, about 35 on the momentum
-        workload and 37 for 20 epochs of 100 steps at T = 2000, against 37, about 300
-        and 108 for the fixed point (docs/scaling.md). ``auto``: ``lbfgs`` unless
+        same certificate (a dual bound and a feasible point of the same form). At
+        T = 2000: 10 eigendecompositions on the prefix-sum workload, 49 on the momentum
+        workload and 70 for 20 epochs of 100 steps, against 37, more than 300 (not
+        certified) and 108 for the fixed point (docs/scaling.md). ``auto``: ``lbfgs`` unless
         ``relaxation != 1``.
 
     Returns

@@ -27,9 +27,12 @@ three of Denisov et al.'s fixed-point steps (:math:`\lambda_i \leftarrow
 :math:`\lambda` reached (:math:`u = u_0 + \Lambda_0^{-1/2}w`: a gradient step in
 :math:`w` is the fixed point's step to first order). If L-BFGS stops before the gap
 closes (a failed line search), fixed-point steps continue from its last point. Every
-evaluation counts as one iteration. About 12 eigendecompositions on the prefix-sum
-workload and 35 on the momentum workload at any ``T`` from 250 to 2000 (against 37 and
-300+ for the fixed point; docs/scaling.md).
+evaluation counts as one iteration. 10–16 eigendecompositions on the prefix-sum
+workload for ``T`` from 250 to 2000, 33–37 on the momentum workload up to ``T = 1500``
+and 49 at 2000 (the fixed point: 37 on the prefix sum at 2000; on the momentum workload
+366 at ``T = 250`` and not certified after 300 at 2000; docs/scaling.md). The
+log-multipliers stay within ``LOG_RANGE`` above their start and above ``LAMBDA_FLOOR``
+times the largest start.
 """
 
 from __future__ import annotations
