@@ -200,7 +200,7 @@ def test_a_converged_solve_passes_the_check():
     assert sol.factorization().total_error == pytest.approx(sol.total_error, rel=1e-9)
     # the check is on the certified gap, not on `converged`: a cap reached after the gap
     # closed below gap_tol is accepted, one above it is not
-    loose = solve_me(24, tol=1e-12, max_iter=40, gap_tol=None)
+    loose = solve_me(24, tol=1e-12, max_iter=40, gap_tol=None, method="fixed_point")
     assert not loose.converged
     assert loose.require_certificate(max(loose.relative_gap, 1e-12) * 2) is loose
     with pytest.raises(MECertificateError):
@@ -228,7 +228,7 @@ def test_relaxation_reaches_the_same_certified_optimum(k, b):
     from dpreg.estimators.ftrl_workloads import momentum_cooldown_workload
 
     A = momentum_cooldown_workload(12)
-    plain = solve_me(12, k, b, workload=A, tol=1e-8, max_iter=5000)
+    plain = solve_me(12, k, b, workload=A, tol=1e-8, max_iter=5000, method="fixed_point")
     fast = solve_me(12, k, b, workload=A, tol=1e-8, max_iter=5000, relaxation=2.5)
     assert fast.relative_gap <= 1e-8
     assert fast.objective == pytest.approx(plain.objective, rel=2e-8)
@@ -242,3 +242,122 @@ def test_relaxation_is_validated(bad):
         solve_me(8, relaxation=bad)
     with pytest.raises(ValueError, match="one participation"):
         solve_me(12, 3, 4, relaxation=2.0)
+
+
+@pytest.mark.parametrize(
+    ("T", "workload"), [(9, "prefix"), (40, "prefix"), (40, "momentum"), (64, "momentum")]
+)
+def test_lbfgs_matches_the_fixed_point_within_the_certified_gaps(T, workload):
+    from dpreg.estimators.ftrl_workloads import momentum_cooldown_workload
+
+    A = prefix_matrix(T) if workload == "prefix" else momentum_cooldown_workload(T)
+    tol = 1e-7
+    ref = solve_me(T, workload=A, tol=tol, max_iter=20_000, method="fixed_point")
+    fast = solve_me(T, workload=A, tol=tol, max_iter=500)
+    assert fast.method == "lbfgs" and ref.method == "fixed_point"
+    assert fast.converged and fast.relative_gap <= tol
+    # each dual bound is below the other's feasible objective (weak duality), so the two
+    # objectives agree within the sum of the certified gaps
+    assert fast.dual_bound <= ref.objective * (1 + 1e-12)
+    assert ref.dual_bound <= fast.objective * (1 + 1e-12)
+    assert abs(fast.objective - ref.objective) <= 2 * tol * ref.objective
+    assert np.diag(fast.gram) == pytest.approx(1.0, abs=1e-15)
+    f = fast.factorization()
+    assert matrix_sensitivity(f.encoder) ** 2 == pytest.approx(1.0, abs=1e-9)
+    assert np.sum((A @ f.decoder) ** 2) == pytest.approx(fast.objective, rel=1e-9)
+    # far fewer eigendecompositions where the fixed point is slow
+    if workload == "momentum":
+        assert fast.iterations < ref.iterations / 3
+
+
+@pytest.mark.parametrize("T", [4, 24])
+def test_lbfgs_matches_the_sdp(T):
+    sol = solve_me(T, tol=TOL, method="lbfgs")
+    sdp = optimal_factorization(T).total_error
+    assert sol.relative_gap <= TOL
+    assert abs(sol.total_error - sdp) <= (TOL + SDP_SLACK) * sdp
+    assert sol.dual_bound <= sdp * (1 + SDP_SLACK)
+
+
+@settings(max_examples=10, deadline=None)
+@given(T=st.integers(1, 12), seed=st.integers(0, 2**32 - 1))
+def test_lbfgs_weak_duality_on_random_workloads(T, seed):
+    A = np.random.default_rng(seed).standard_normal((T, T)) + 3 * np.eye(T)
+    sol = solve_me(T, workload=A, tol=1e-6, max_iter=300, method="lbfgs")
+    assert sol.relative_gap <= 1e-6 and sol.dual_bound <= sol.objective * (1 + 1e-12)
+    # X = I is feasible: no better than the dual bound
+    assert np.sum(A**2) >= sol.dual_bound * (1 - 1e-12)
+
+
+def test_lbfgs_certificate_is_enforced():
+    with pytest.raises(MECertificateError, match=r"\(lbfgs\) not certified"):
+        solve_me(64, max_iter=2, method="lbfgs")
+    raw = solve_me(64, max_iter=2, method="lbfgs", gap_tol=None)
+    assert raw.iterations == 2 and not raw.converged and raw.relative_gap > DEFAULT_GAP_TOL
+    with pytest.raises(MECertificateError):
+        raw.factorization()
+    with pytest.raises(MECertificateError):
+        table3(64, me_solver="fixed_point", me_max_iter=2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "word"),
+    [
+        ({"method": "newton"}, "method"),
+        ({"method": "lbfgs", "relaxation": 2.0}, "relaxation"),
+    ],
+)
+def test_bad_method_is_refused(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        solve_me(12, **kwargs)
+
+
+def test_auto_method():
+    assert solve_me(12).method == "lbfgs"
+    assert solve_me(12, relaxation=2.0).method == "fixed_point"
+    assert solve_me(12, 3, 4).method == "lbfgs"
+    assert solve_me(12, 3, 4, method="fixed_point").method == "fixed_point"
+
+
+@pytest.mark.parametrize(("T", "k", "b"), [(12, 3, 4), (40, 4, 10), (60, 3, 20), (80, 4, 20)])
+def test_block_lbfgs_matches_the_fixed_point_within_the_certified_gaps(T, k, b):
+    tol = 1e-7
+    ref = solve_me(T, k, b, tol=tol, max_iter=20_000, method="fixed_point")
+    fast = solve_me(T, k, b, tol=tol, max_iter=1000, method="lbfgs")
+    assert fast.converged and fast.relative_gap <= tol
+    assert fast.dual_bound <= ref.objective * (1 + 1e-12)
+    assert ref.dual_bound <= fast.objective * (1 + 1e-12)
+    assert abs(fast.objective - ref.objective) <= 2 * tol * ref.objective
+    for g in fixed_epoch_groups(T, k, b):  # orthogonal columns within each pattern
+        block = fast.gram[np.ix_(g, g)]
+        np.testing.assert_array_equal(block, np.diag(np.diag(block)))
+        assert np.trace(block) == pytest.approx(1.0, abs=1e-12)
+    f = fast.factorization()
+    sens = multi_participation_sensitivity_sq(f.encoder, k, b, schema="fixed_epoch")
+    assert sens == pytest.approx(1.0, rel=1e-9)
+    assert f.prefix_error == pytest.approx(fast.objective, rel=1e-9)
+    assert fast.iterations < ref.iterations
+
+
+@settings(max_examples=10, deadline=None)
+@given(b=st.integers(1, 4), k=st.integers(2, 3), seed=st.integers(0, 2**32 - 1))
+def test_block_lbfgs_weak_duality_on_random_workloads(b, k, seed):
+    T = b * k
+    A = np.random.default_rng(seed).standard_normal((T, T)) + 3 * np.eye(T)
+    sol = solve_me(T, k, b, workload=A, tol=1e-6, max_iter=500, method="lbfgs")
+    assert sol.relative_gap <= 1e-6 and sol.dual_bound <= sol.objective * (1 + 1e-12)
+    assert k * np.sum(A**2) >= sol.dual_bound * (1 - 1e-12)  # X = I / k is feasible
+
+
+def test_block_lbfgs_on_the_momentum_workload_is_certified():
+    # a hard case for L-BFGS (5 epochs of 20 steps under momentum and cooldown: ~700
+    # evaluations; at 5 x 40 a line search overflowed the eigendecomposition before log(mu)
+    # was bounded): finite and certified
+    from dpreg.estimators.ftrl_workloads import momentum_cooldown_workload
+
+    A = momentum_cooldown_workload(100)
+    sol = solve_me(100, 5, 20, workload=A, tol=1e-5, max_iter=1500, method="lbfgs")
+    assert sol.converged and sol.relative_gap <= 1e-5
+    assert np.all(np.isfinite(sol.gram))
+    # X = I / k is feasible, so no better than the dual bound
+    assert 5 * np.sum(A**2) >= sol.dual_bound

@@ -8,6 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpreg.estimators.ftrl_banded import (
+    _band_of_product,
+    _band_of_product_reference,
+    _lower_inverse,
     banded_sensitivity_sq,
     max_separated_participations,
     solve_banded_me,
@@ -192,3 +195,52 @@ def test_banded_claim_fails_on_a_synthetic_table():
     assert list(out[out["claim"].str.startswith("banded ME")]["passed"]) == ["NO"]
     out = check_claims("choquettechoo2023", {"t": t})["claims"]
     assert list(out[out["claim"].str.startswith("banded ME")]["passed"]) == ["yes"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    T=st.integers(1, 40),
+    p=st.integers(1, 12),
+    block=st.integers(1, 16),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_blocked_band_of_product_equals_the_per_lag_loop(T, p, block, seed):
+    rng = np.random.default_rng(seed)
+    p = min(p, T)
+    M = rng.standard_normal((T, T))
+    B = np.tril(rng.standard_normal((T, T)))
+    fast = _band_of_product(M, B, p, block=block)
+    np.testing.assert_allclose(fast, _band_of_product_reference(M, B, p), rtol=1e-12, atol=1e-12)
+    # and the definition: entry [j, l] is (M B^T)[j + l, j], zero past the last row
+    full = M @ B.T
+    for j in range(T):
+        for lag in range(p):
+            expected = full[j + lag, j] if j + lag < T else 0.0
+            assert fast[j, lag] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("workload", ["prefix", "random"])
+def test_gradient_of_the_band_entries(workload):
+    # the solver's gradient -2 (B^T W B B^T)[band], with M = G^T G (G = A B), against a
+    # central finite difference of ||A C^-1||_F^2 in each band entry
+    rng = np.random.default_rng(5)
+    T, p = 9, 3
+    A = prefix_matrix(T) if workload == "prefix" else rng.standard_normal((T, T))
+    C = _random_banded(rng, T, p) + 4 * np.eye(T)
+    B = _lower_inverse(C)
+    np.testing.assert_allclose(B, np.linalg.inv(C), rtol=1e-12, atol=1e-12)
+    G = A @ B
+    grad = -2.0 * _band_of_product(G.T @ G, B, p)
+    h = 1e-6
+    for j in range(T):
+        for lag in range(min(p, T - j)):
+            E = np.zeros((T, T))
+            E[j + lag, j] = h
+            up = np.sum((A @ np.linalg.inv(C + E)) ** 2)
+            down = np.sum((A @ np.linalg.inv(C - E)) ** 2)
+            assert grad[j, lag] == pytest.approx((up - down) / (2 * h), rel=1e-5, abs=1e-6)
+
+
+def test_singular_encoder_is_refused():
+    with pytest.raises(np.linalg.LinAlgError, match="singular"):
+        _lower_inverse(np.tril(np.ones((3, 3))) - np.eye(3))

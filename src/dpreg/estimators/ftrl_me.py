@@ -72,9 +72,11 @@ from dpreg.estimators.ftrl_factorizations import (
     _factor_gram,
     prefix_matrix,
 )
+from dpreg.estimators.ftrl_me_dual import solve_block_dual, solve_single_dual
 
 __all__ = [
     "DEFAULT_GAP_TOL",
+    "ME_METHODS",
     "MECertificateError",
     "MESolution",
     "check_gap_tol",
@@ -84,6 +86,12 @@ __all__ = [
 
 DEFAULT_GAP_TOL = 1e-4
 """Largest certified relative gap at which a fixed-point solution is used as "ME"."""
+
+ME_METHODS: tuple[str, ...] = ("auto", "lbfgs", "fixed_point")
+"""Algorithms of :func:`solve_me`: ``fixed_point`` (Denisov et al.'s iteration, the
+reference), ``lbfgs`` (L-BFGS on the same dual, :mod:`dpreg.estimators.ftrl_me_dual`)
+and ``auto`` (``lbfgs`` unless ``relaxation != 1``, a parameter of the fixed point).
+Both are checked by the same certificate."""
 
 
 class MECertificateError(RuntimeError):
@@ -148,6 +156,8 @@ class MESolution:
     seconds : float
         Wall-clock time of the solve.
     participations, separation : int
+    method : str
+        The algorithm that found the point (:data:`ME_METHODS`, resolved).
     """
 
     gram: np.ndarray
@@ -159,6 +169,7 @@ class MESolution:
     seconds: float
     participations: int
     separation: int
+    method: str = "fixed_point"
 
     @property
     def relative_gap(self) -> float:
@@ -188,7 +199,7 @@ class MESolution:
         gap = self.relative_gap
         if not (np.isfinite(gap) and gap <= gap_tol):
             raise MECertificateError(
-                f"ME fixed point not certified: relative gap {gap:.3g} > gap_tol = {gap_tol:g}"
+                f"ME ({self.method}) not certified: relative gap {gap:.3g} > gap_tol = {gap_tol:g}"
                 f" after {self.iterations} iterations (objective {self.objective:.10g}, dual"
                 f" bound {self.dual_bound:.10g}); raise max_iter or loosen gap_tol"
             )
@@ -228,6 +239,7 @@ def solve_me(
     max_iter: int = 500,
     gap_tol: float | None = DEFAULT_GAP_TOL,
     relaxation: float = 1.0,
+    method: str = "auto",
 ) -> MESolution:
     r"""Error-optimal ME factorization for large ``T`` (fixed point with a duality gap).
 
@@ -268,6 +280,14 @@ def solve_me(
         :class:`MECertificateError` when the returned point's certified relative gap
         exceeds it (e.g. ``max_iter`` too small). ``None`` returns an uncertified point
         (diagnostics only).
+    method : {"auto", "lbfgs", "fixed_point"}
+        :data:`ME_METHODS`. ``lbfgs`` maximises the same dual by L-BFGS, one
+        eigendecomposition per evaluation (:mod:`dpreg.estimators.ftrl_me_dual`): the
+        same certificate (a dual bound and a feasible point of the same form). At
+        T = 2000: 10 eigendecompositions on the prefix-sum workload, 49 on the momentum
+        workload and 70 for 20 epochs of 100 steps, against 37, more than 300 (not
+        certified) and 108 for the fixed point (docs/scaling.md). ``auto``: ``lbfgs`` unless
+        ``relaxation != 1``.
 
     Returns
     -------
@@ -300,6 +320,12 @@ def solve_me(
     ):
         raise ValueError(f"relaxation must be in [1, 4]; got {relaxation!r}")
     relaxation = float(relaxation)
+    if method not in ME_METHODS:
+        raise ValueError(f"method must be one of {ME_METHODS}; got {method!r}")
+    if method == "auto":
+        method = "lbfgs" if relaxation == 1.0 else "fixed_point"
+    if method == "lbfgs" and relaxation != 1.0:
+        raise ValueError("relaxation != 1 is a parameter of method='fixed_point', not 'lbfgs'")
     if relaxation != 1.0 and k > 1:
         raise ValueError(
             "relaxation != 1 is for one participation only (with fixed-epoch blocks the"
@@ -315,6 +341,15 @@ def solve_me(
     p = len(groups[0])
     n = len(groups)
     order = np.concatenate(groups)
+    if method == "lbfgs":
+        if k == 1:
+            gram, best_dual, its, ok = solve_single_dual(W, float(tol), int(max_iter))
+        else:
+            Wp = W[np.ix_(order, order)]
+            grouped, _, best_dual, its, ok = solve_block_dual(Wp, n, p, float(tol), int(max_iter))
+            gram = np.empty((T, T))
+            gram[np.ix_(order, order)] = grouped
+        return _certified_solution(gram, A, best_dual, its, ok, start, k, b, gap_tol, method)
     Wp = W[np.ix_(order, order)]  # grouped order: H is block diagonal with (p, p) blocks
     H = np.broadcast_to(np.eye(p), (n, p, p)).copy()
     d = np.full((n, p), 1.0 / p)
@@ -364,6 +399,24 @@ def solve_me(
     for j, g in enumerate(groups):  # exact structure (removes rounding in the congruence)
         gram[np.ix_(g, g)] = np.diag(d_best[j])
     gram = 0.5 * (gram + gram.T)
+    return _certified_solution(
+        gram, A, best_dual, iterations, converged, start, k, b, gap_tol, method
+    )
+
+
+def _certified_solution(
+    gram: np.ndarray,
+    A: np.ndarray,
+    best_dual: float,
+    iterations: int,
+    converged: bool,
+    start: float,
+    k: int,
+    b: int | None,
+    gap_tol: float | None,
+    method: str,
+) -> MESolution:
+    """Recompute the objective of ``gram`` and check the certificate (both methods)."""
     # the returned point's own objective (Cholesky), never trusted from the iteration
     Lg = np.linalg.cholesky(gram)
     objective = float(np.sum(np.linalg.solve(Lg, A.T) ** 2))
@@ -377,5 +430,6 @@ def solve_me(
         seconds=time.perf_counter() - start,
         participations=int(k),
         separation=int(b) if k > 1 and b is not None else 1,
+        method=method,
     )
     return solution if gap_tol is None else solution.require_certificate(gap_tol)

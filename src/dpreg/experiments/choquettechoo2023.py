@@ -369,8 +369,10 @@ class FtrlTheoryTableParams(KindParams):
     )
     me_solver: str = param(
         "auto",
-        doc="table3: ME solver, `sdp` (small T), `fixed_point` (large T; one participation or"
-        " `fixed_epoch` with T a multiple of separation, T <= k b), `auto` (SDP when T is"
+        doc="table3: ME solver, `sdp` (small T), `fixed_point` (large T, the certified solver"
+        " of ftrl_me: L-BFGS on the dual for one participation, Denisov et al.'s fixed point"
+        " for `fixed_epoch` with T a multiple of separation, T <= k b, or with"
+        " `me_relaxation` != 1), `auto` (SDP when T is"
         " small enough) or `banded` (`min_sep` at any T: banded encoders, an upper bound on ME)",
         check=choice(*ME_SOLVERS),
     )
@@ -394,8 +396,8 @@ class FtrlTheoryTableParams(KindParams):
     me_relaxation: float = param(
         1.0,
         doc="table3: over-relaxation omega in [1, 4] of the fixed point (1: Denisov et al.'s"
-        " iteration; ~3 needs ~3x fewer iterations on the momentum workload; one participation"
-        " only)",
+        " iteration, or L-BFGS for one participation; ~3 needs ~3x fewer fixed-point iterations"
+        " on the momentum workload; != 1 selects the fixed point; one participation only)",
         check=_RELAXATION,
     )
     me_gap_tol: float = param(

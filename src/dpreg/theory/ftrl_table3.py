@@ -327,7 +327,9 @@ def table3(
     The ME row also carries ``me_solver``, ``me_lower_bound`` (a certified lower bound on
     the optimal total error, the fixed point's dual value; NaN for the SDP),
     ``me_relative_gap``, ``me_iterations`` (no wall-clock time: rows are deterministic;
-    :attr:`~dpreg.estimators.ftrl_me.MESolution.seconds` has it) and ``paper_quoted``
+    :attr:`~dpreg.estimators.ftrl_me.MESolution.seconds` has it), ``me_method`` (the
+    algorithm of :func:`~dpreg.estimators.ftrl_me.solve_me`, ``lbfgs`` or
+    ``fixed_point``, certified alike) and ``paper_quoted``
     (:data:`PAPER_ME_COST`, the paper's only printed number on ME).
 
     Parameters
@@ -345,6 +347,8 @@ def table3(
     me_solver : {"auto", "sdp", "fixed_point"}
         ``fixed_point`` (:func:`~dpreg.estimators.ftrl_me.solve_me`) needs one
         participation or ``schema="fixed_epoch"`` with T a multiple of b, T <= k b.
+        Its algorithm is ``solve_me``'s ``method="auto"``: L-BFGS on the dual for one
+        participation (``me_relaxation`` 1), Denisov et al.'s fixed point otherwise.
     me_tol, me_max_iter
         Relative duality gap and iteration cap of the fixed point.
     me_gap_tol : float
@@ -428,6 +432,7 @@ def table3(
                 me_lower_bound=lower,
                 me_relative_gap=sol.relative_gap,
                 me_iterations=sol.iterations,
+                me_method=sol.method,
                 me_certified=sol.relative_gap <= gap_tol,
                 me_gap_tol=gap_tol,
             )
