@@ -474,8 +474,9 @@ def run_theory_table(
     the ν of ν-DP-FTRL (``nu``: a number, or ``"tuned"`` to minimise the error (3)) and
     the participation model: ``participations`` (k, 1), ``separation`` (b, needed when
     k > 1) and ``schema`` (``min_sep`` or ``fixed_epoch``); ME is computed by
-    ``me_solver`` (``auto``: the SDP for small T, the fixed point of
-    :func:`dpreg.estimators.ftrl_me.solve_me` above, with ``me_tol`` and ``me_max_iter``).
+    ``me_solver`` (``auto``: the SDP for small T, the certified dual solve of
+    :func:`dpreg.estimators.ftrl_me.solve_me` above (L-BFGS on the dual, or the fixed
+    point), with ``me_tol`` and ``me_max_iter``).
     """
     P = _table_params(cell)
     eta, rho = float(P.eta), float(P.rho)

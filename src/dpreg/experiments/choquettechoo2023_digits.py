@@ -16,7 +16,7 @@ of each trial. It is an analogue, not a reproduction (docs/choquettechoo2023.md)
   ``sgd_amplified`` is the paper's baseline, DP-SGD with Poisson sampling at
   :math:`q = b/n` calibrated by ``dp-accounting``
   (:func:`dpreg.estimators.dpsgd_poisson_logistic.train_dp_sgd_poisson_logistic`);
-* ``me`` (the optimal factorization at the run's horizon, certified fixed point of
+* ``me`` (the optimal factorization at the run's horizon, certified dual solve of
   :func:`dpreg.estimators.ftrl_me.solve_me` for the fixed-epoch pattern :math:`k = E`,
   separation :math:`\lfloor n/b\rfloor`), ``banded`` (the best lower-triangular encoder
   with :math:`\lfloor n/b\rfloor` bands, unit columns, by
