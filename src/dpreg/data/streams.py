@@ -8,7 +8,7 @@ which :func:`dpreg.estimators.ambssgd_core.ambssgd_pass` and the study's baselin
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -32,6 +32,23 @@ class GaussianStream:
     ``H`` is diagonal with eigenvalues ``H_eigenvalues`` (SGD with norm clipping is
     rotation-equivariant and the metric is :math:`\|w - w^*\|_H`, so a diagonal H loses
     no generality). The noise :math:`z\sim N(0,1)` is returned separately; runs scale it.
+
+    ``observers``: callables given every chunk as it is drawn, ``(X, base, z)`` of shapes
+    (D, chunk_rows, d), (D, chunk_rows), (D, chunk_rows) (read-only use), so several
+    consumers of the same rows share one draw: the study feeds AdaSSP's statistics and
+    DP-SSGD's steps from the chunks DP-AMBSSGD's pass draws, instead of drawing the
+    stream three times. :meth:`drain` draws the chunks no consumer took (rows up to n).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> seen = []
+    >>> src = GaussianStream(0, [0, 1], np.ones(2), np.array([1.0, 0.0]), chunk_rows=4,
+    ...                      observers=[lambda X, base, z: seen.append(X.shape)])
+    >>> X, base, z = src.take(3)
+    >>> src.drain(10)
+    >>> X.shape, seen
+    ((2, 3, 2), [(2, 4, 2), (2, 4, 2), (2, 4, 2)])
     """
 
     def __init__(
@@ -43,6 +60,7 @@ class GaussianStream:
         *,
         chunk_rows: int = 2**14,
         noise: str = "gaussian",
+        observers: Sequence[Callable[[np.ndarray, np.ndarray, np.ndarray], None]] = (),
     ):
         self.seed = int(seed)
         self.ids = [int(i) for i in replicate_ids]
@@ -55,8 +73,23 @@ class GaussianStream:
         self._buffer: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._buffered = 0
         self._next_chunk = 0
+        self.observers = list(observers)
 
-    def _draw_chunk(self) -> None:
+    @property
+    def rows_drawn(self) -> int:
+        """Rows of each replicate drawn so far (whole chunks)."""
+        return self._next_chunk * self.chunk_rows
+
+    def drain(self, n: int) -> None:
+        """Draw (for the observers) the chunks still needed to cover the first n rows.
+
+        The rows drawn here are not kept: :meth:`take` must not be called afterwards.
+        """
+        self._buffer, self._buffered = [], 0
+        while self.rows_drawn < n:
+            self._draw_chunk(keep=False)
+
+    def _draw_chunk(self, keep: bool = True) -> None:
         D, G, d = self.n_replicates, self.chunk_rows, self.d
         X = np.empty((D, G, d))
         z = np.empty((D, G))
@@ -71,8 +104,11 @@ class GaussianStream:
                 rng.standard_normal(G, out=z[k])
         X *= self.sqrt_h
         base = X @ self.w_star
-        self._buffer.append((X, base, z))
-        self._buffered += G
+        for observe in self.observers:
+            observe(X, base, z)
+        if keep:
+            self._buffer.append((X, base, z))
+            self._buffered += G
         self._next_chunk += 1
 
     def take(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
