@@ -12,7 +12,14 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["CounterGaussianRows", "GaussianStream"]
+__all__ = ["AUTO_MIN_NORMALS", "COUNTER_KERNELS", "CounterGaussianRows", "GaussianStream"]
+
+COUNTER_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+"""Kernels of :meth:`CounterGaussianRows.rows`."""
+
+AUTO_MIN_NORMALS = 1 << 23
+"""``kernel="auto"``: normals produced through numpy before switching to the compiled
+passes (about 0.4 s of numpy work, against numba's start-up of about 1 s per process)."""
 
 
 class GaussianStream:
@@ -189,6 +196,13 @@ class CounterGaussianRows:
     (docs/varshney2022.md, E3). The rows are not those of :class:`GaussianStream` (a
     different generator): same law, not paired with it.
 
+    ``kernel``: ``"numba"`` computes the rows in compiled passes
+    (:mod:`dpreg.data.counter_kernel`, the same operations: bit-identical where numpy's
+    float64 cos/sin are libm's, else equal to round-off), ``"numpy"`` is the reference,
+    ``"auto"`` (default) uses numpy until this object has produced
+    :data:`AUTO_MIN_NORMALS` normals, then the compiled passes (so small uses never pay
+    numba's start-up of about 1 s).
+
     Examples
     --------
     >>> import numpy as np
@@ -198,7 +212,19 @@ class CounterGaussianRows:
     ((2, 2), True)
     """
 
-    def __init__(self, seed: int, replicate_id: int, H_eigenvalues: np.ndarray, w_star: np.ndarray):
+    def __init__(
+        self,
+        seed: int,
+        replicate_id: int,
+        H_eigenvalues: np.ndarray,
+        w_star: np.ndarray,
+        *,
+        kernel: str = "auto",
+    ):
+        if kernel not in COUNTER_KERNELS:
+            raise ValueError(f"kernel must be one of {COUNTER_KERNELS}; got {kernel!r}")
+        self.kernel = kernel
+        self._normals = 0
         for name, v in (("seed", seed), ("replicate_id", replicate_id)):
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
                 raise ValueError(f"{name} must be a non-negative integer; got {v!r}")
@@ -217,6 +243,15 @@ class CounterGaussianRows:
         pos = np.asarray(positions, dtype=np.int64)
         if pos.ndim != 1 or (pos.size and pos.min() < 0):
             raise ValueError("positions must be a 1-d array of non-negative row indices")
+        kernel = self.kernel
+        if kernel == "auto":
+            kernel = "numba" if self._normals >= AUTO_MIN_NORMALS else "numpy"
+            self._normals += pos.size * (self.d + 1)
+        if kernel == "numba":
+            from dpreg.data.counter_kernel import counter_rows
+
+            X, z = counter_rows(self._key, pos, self.sqrt_h)
+            return X, (X * self.w_star).sum(axis=1), z
         pairs = (self.d + 2) // 2  # d + 1 normals per row, rounded up to pairs
         counters = pos[:, None] * pairs + np.arange(pairs)
         g = _counter_normal_pairs(self._key, counters).reshape(pos.size, 2 * pairs)
