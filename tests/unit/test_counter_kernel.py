@@ -8,12 +8,14 @@ are libm's (this machine) and within 2 ulp anywhere.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpreg.data import streams
+from dpreg.data import counter_kernel, streams
 from dpreg.data.counter_kernel import counter_rows, counter_uniforms
 from dpreg.data.streams import AUTO_MIN_NORMALS, CounterGaussianRows, _counter_normal_pairs
 
@@ -45,16 +47,28 @@ def test_uniforms_are_the_reference_box_muller_inputs_bit_for_bit():
     np.testing.assert_array_equal(r * np.sin(angle), g[..., 1])
 
 
-def test_auto_switches_after_the_threshold_with_the_same_rows(monkeypatch):
+@pytest.mark.parametrize("numba_loaded", [False, True])
+def test_auto_switches_after_the_threshold_with_the_same_rows(monkeypatch, numba_loaded):
     assert AUTO_MIN_NORMALS == 1 << 23
     monkeypatch.setattr(streams, "AUTO_MIN_NORMALS", 4000)
+    modules = {"numba": None} if numba_loaded else {}
+    monkeypatch.setattr(streams, "sys", types.SimpleNamespace(modules=modules))
+    calls = []
+
+    def counting(*args):
+        calls.append(args[1].size)
+        return counter_rows(*args)
+
+    monkeypatch.setattr(counter_kernel, "counter_rows", counting)
     d = 7
     lam, w = np.ones(d), np.arange(d) / d
     pos = np.arange(0, 8000, 4)
     auto = CounterGaussianRows(3, 1, lam, w)
-    first = auto.rows(pos)  # numpy: the threshold is not yet reached
+    first = auto.rows(pos)  # numpy unless numba is loaded: the threshold is not reached
+    assert calls == ([pos.size] if numba_loaded else [])
     assert auto._normals >= 4000
     second = auto.rows(pos[:1000])  # compiled from here on
+    assert calls[-1] == 1000
     np.testing.assert_array_max_ulp(second[0], first[0][:1000], maxulp=2)
     X, z = counter_rows(auto._key, pos[:1000], np.sqrt(lam))
     np.testing.assert_array_equal(second[0], X)

@@ -8,6 +8,7 @@ which :func:`dpreg.estimators.ambssgd_core.ambssgd_pass` and the study's baselin
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -199,9 +200,9 @@ class CounterGaussianRows:
     ``kernel``: ``"numba"`` computes the rows in compiled passes
     (:mod:`dpreg.data.counter_kernel`, the same operations: bit-identical where numpy's
     float64 cos/sin are libm's, else equal to round-off), ``"numpy"`` is the reference,
-    ``"auto"`` (default) uses numpy until this object has produced
-    :data:`AUTO_MIN_NORMALS` normals, then the compiled passes (so small uses never pay
-    numba's start-up of about 1 s).
+    ``"auto"`` (default) uses the compiled passes once numba is imported in the process or
+    this object has produced :data:`AUTO_MIN_NORMALS` normals, numpy before (so small
+    uses never pay numba's start-up of about 1 s).
 
     Examples
     --------
@@ -245,7 +246,8 @@ class CounterGaussianRows:
             raise ValueError("positions must be a 1-d array of non-negative row indices")
         kernel = self.kernel
         if kernel == "auto":
-            kernel = "numba" if self._normals >= AUTO_MIN_NORMALS else "numpy"
+            loaded = "numba" in sys.modules  # its start-up already paid in this process
+            kernel = "numba" if loaded or self._normals >= AUTO_MIN_NORMALS else "numpy"
             self._normals += pos.size * (self.d + 1)
         if kernel == "numba":
             from dpreg.data.counter_kernel import counter_rows
