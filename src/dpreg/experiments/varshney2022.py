@@ -39,7 +39,10 @@ with a ``not_run`` row, above ``dpssgd_max_n``, and on trials from ``dpssgd_tria
 the last three need the data in memory and run trial by trial (keep them to moderate N),
 except that with ``dpsgd_stream`` the two DP-SGD methods read each Poisson subsample from
 :class:`~dpreg.data.streams.CounterGaussianRows` (rows regenerated on demand, same law,
-not paired with the stream) and never hold the N rows. Hyperparameters are Theorem 3.7's with
+not paired with the stream) and never hold the N rows. ``dp_ssgd`` and, with
+``adassp_stream``, AdaSSP's statistics do not draw the stream again: they observe the
+chunks the first five's pass draws (:data:`SHARE_STREAM`; the same rows in the same
+blocks, so bit-identical to reading streams of their own). Hyperparameters are Theorem 3.7's with
 oracle constants (docs/notes/varshney2022.md §2.4, §8 item 16), the same oracle knowledge for
 every method.
 
