@@ -57,3 +57,39 @@ def test_auto_kernel_is_numpy_for_small_calls_and_numba_for_large_ones():
             X, y, rng=np.random.default_rng(2), trials=trials, kernel=other, **kw
         )
         np.testing.assert_array_equal(auto.theta, ref.theta)
+
+
+@pytest.mark.parametrize("with_noise", [True, False])
+@pytest.mark.parametrize("clip_scale", [0.05, 1.0, 1e6])  # most lanes' rows clipped .. none
+def test_stream_runs_compiled_clipping_is_bit_identical(with_noise, clip_scale):
+    """The lanes' residual clipping compiled: the reference's operations in its order."""
+    from dpreg.estimators.dpsgd_poisson import dp_sgd_poisson_stream_runs
+
+    X, y = _data(2000, 5, seed=3)
+    noise = np.random.default_rng(8).normal(size=2000)
+
+    def rows(pos):
+        return X[pos], y[pos], noise[pos] if with_noise else None
+
+    R = 6
+    kw = dict(
+        sigma=np.linspace(0.0, 1.0, R), clip=clip_scale * np.linspace(0.5, 3.0, R),
+        eta=np.full(R, 0.2), noise_multiplier=np.linspace(0.0, 2.0, R), batch_size=100,
+        steps=30,
+    )  # fmt: skip
+    fast = dp_sgd_poisson_stream_runs(
+        rows, 2000, 5, rng=np.random.default_rng(1), kernel="numba", **kw
+    )
+    ref = dp_sgd_poisson_stream_runs(
+        rows, 2000, 5, rng=np.random.default_rng(1), kernel="numpy", **kw
+    )
+    np.testing.assert_array_equal(fast[0], ref[0])
+    np.testing.assert_array_equal(fast[1], ref[1])
+    frac = ref[1]
+    assert (
+        (frac > 0.3).all()
+        if clip_scale == 0.05
+        else (frac == 0).all()
+        if clip_scale == 1e6
+        else True
+    )

@@ -8,11 +8,19 @@ which :func:`dpreg.estimators.ambssgd_core.ambssgd_pass` and the study's baselin
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["CounterGaussianRows", "GaussianStream"]
+__all__ = ["AUTO_MIN_NORMALS", "COUNTER_KERNELS", "CounterGaussianRows", "GaussianStream"]
+
+COUNTER_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+"""Kernels of :meth:`CounterGaussianRows.rows`."""
+
+AUTO_MIN_NORMALS = 1 << 23
+"""``kernel="auto"``: normals produced through numpy before switching to the compiled
+passes (about 0.4 s of numpy work, against numba's start-up of about 1 s per process)."""
 
 
 class GaussianStream:
@@ -32,6 +40,23 @@ class GaussianStream:
     ``H`` is diagonal with eigenvalues ``H_eigenvalues`` (SGD with norm clipping is
     rotation-equivariant and the metric is :math:`\|w - w^*\|_H`, so a diagonal H loses
     no generality). The noise :math:`z\sim N(0,1)` is returned separately; runs scale it.
+
+    ``observers``: callables given every chunk as it is drawn, ``(X, base, z)`` of shapes
+    (D, chunk_rows, d), (D, chunk_rows), (D, chunk_rows) (read-only use), so several
+    consumers of the same rows share one draw: the study feeds AdaSSP's statistics and
+    DP-SSGD's steps from the chunks DP-AMBSSGD's pass draws, instead of drawing the
+    stream three times. :meth:`drain` draws the chunks no consumer took (rows up to n).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> seen = []
+    >>> src = GaussianStream(0, [0, 1], np.ones(2), np.array([1.0, 0.0]), chunk_rows=4,
+    ...                      observers=[lambda X, base, z: seen.append(X.shape)])
+    >>> X, base, z = src.take(3)
+    >>> src.drain(10)
+    >>> X.shape, seen
+    ((2, 3, 2), [(2, 4, 2), (2, 4, 2), (2, 4, 2)])
     """
 
     def __init__(
@@ -43,6 +68,7 @@ class GaussianStream:
         *,
         chunk_rows: int = 2**14,
         noise: str = "gaussian",
+        observers: Sequence[Callable[[np.ndarray, np.ndarray, np.ndarray], None]] = (),
     ):
         self.seed = int(seed)
         self.ids = [int(i) for i in replicate_ids]
@@ -55,8 +81,23 @@ class GaussianStream:
         self._buffer: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._buffered = 0
         self._next_chunk = 0
+        self.observers = list(observers)
 
-    def _draw_chunk(self) -> None:
+    @property
+    def rows_drawn(self) -> int:
+        """Rows of each replicate drawn so far (whole chunks)."""
+        return self._next_chunk * self.chunk_rows
+
+    def drain(self, n: int) -> None:
+        """Draw (for the observers) the chunks still needed to cover the first n rows.
+
+        The rows drawn here are not kept: :meth:`take` must not be called afterwards.
+        """
+        self._buffer, self._buffered = [], 0
+        while self.rows_drawn < n:
+            self._draw_chunk(keep=False)
+
+    def _draw_chunk(self, keep: bool = True) -> None:
         D, G, d = self.n_replicates, self.chunk_rows, self.d
         X = np.empty((D, G, d))
         z = np.empty((D, G))
@@ -71,8 +112,11 @@ class GaussianStream:
                 rng.standard_normal(G, out=z[k])
         X *= self.sqrt_h
         base = X @ self.w_star
-        self._buffer.append((X, base, z))
-        self._buffered += G
+        for observe in self.observers:
+            observe(X, base, z)
+        if keep:
+            self._buffer.append((X, base, z))
+            self._buffered += G
         self._next_chunk += 1
 
     def take(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -153,6 +197,13 @@ class CounterGaussianRows:
     (docs/varshney2022.md, E3). The rows are not those of :class:`GaussianStream` (a
     different generator): same law, not paired with it.
 
+    ``kernel``: ``"numba"`` computes the rows in compiled passes
+    (:mod:`dpreg.data.counter_kernel`, the same operations: bit-identical where numpy's
+    float64 cos/sin are libm's, else equal to round-off), ``"numpy"`` is the reference,
+    ``"auto"`` (default) uses the compiled passes once numba is imported in the process or
+    this object has produced :data:`AUTO_MIN_NORMALS` normals, numpy before (so small
+    uses never pay numba's start-up of about 1 s).
+
     Examples
     --------
     >>> import numpy as np
@@ -162,7 +213,19 @@ class CounterGaussianRows:
     ((2, 2), True)
     """
 
-    def __init__(self, seed: int, replicate_id: int, H_eigenvalues: np.ndarray, w_star: np.ndarray):
+    def __init__(
+        self,
+        seed: int,
+        replicate_id: int,
+        H_eigenvalues: np.ndarray,
+        w_star: np.ndarray,
+        *,
+        kernel: str = "auto",
+    ):
+        if kernel not in COUNTER_KERNELS:
+            raise ValueError(f"kernel must be one of {COUNTER_KERNELS}; got {kernel!r}")
+        self.kernel = kernel
+        self._normals = 0
         for name, v in (("seed", seed), ("replicate_id", replicate_id)):
             if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
                 raise ValueError(f"{name} must be a non-negative integer; got {v!r}")
@@ -181,6 +244,16 @@ class CounterGaussianRows:
         pos = np.asarray(positions, dtype=np.int64)
         if pos.ndim != 1 or (pos.size and pos.min() < 0):
             raise ValueError("positions must be a 1-d array of non-negative row indices")
+        kernel = self.kernel
+        if kernel == "auto":
+            loaded = "numba" in sys.modules  # its start-up already paid in this process
+            kernel = "numba" if loaded or self._normals >= AUTO_MIN_NORMALS else "numpy"
+            self._normals += pos.size * (self.d + 1)
+        if kernel == "numba":
+            from dpreg.data.counter_kernel import counter_rows
+
+            X, z = counter_rows(self._key, pos, self.sqrt_h)
+            return X, (X * self.w_star).sum(axis=1), z
         pairs = (self.d + 2) // 2  # d + 1 normals per row, rounded up to pairs
         counters = pos[:, None] * pairs + np.arange(pairs)
         g = _counter_normal_pairs(self._key, counters).reshape(pos.size, 2 * pairs)

@@ -24,6 +24,7 @@ Odd N: the tail averages :math:`w_t` for :math:`t\in\{\lfloor N/2\rfloor+1, \dot
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,7 @@ __all__ = [
     "DP_SSGD_C2",
     "DP_SSGD_ETA_RULES",
     "DP_SSGD_KERNELS",
+    "DpSsgdFeed",
     "dp_ssgd_hyperparameters",
     "dp_ssgd_path",
     "dp_ssgd_stream_pass",
@@ -214,7 +216,105 @@ def dp_ssgd_stream_pass(
         Tail averages over :math:`t \in \{\lfloor N/2\rfloor+1..N\}`, shape (D, d, R),
         and the fraction of clipped steps, shape (D, R).
     """
-    D, d = source.n_replicates, source.d
+    steps = _stream_steps(
+        source.n_replicates, source.d, n_steps, eta=eta, clip=clip,
+        noise_multiplier=noise_multiplier, sigma=sigma, rng=rng, chunk=chunk, kernel=kernel,
+    )  # fmt: skip
+    try:
+        want = next(steps)
+        while True:
+            want = steps.send(source.take(want))
+    except StopIteration as done:
+        return done.value
+
+
+class DpSsgdFeed:
+    r""":func:`dp_ssgd_stream_pass` fed the rows by the stream's producer (push, not pull).
+
+    Call it with each block of rows as it is produced, ``(X, base, z)`` of shapes
+    (D, m, d), (D, m), (D, m) (any m; rows past ``n_steps`` are ignored); :attr:`result`
+    is ``(w_bar, clip_fraction)`` once ``n_steps`` rows have been fed. The steps, their
+    chunks of ``chunk`` rows and the noise draws are those of :func:`dp_ssgd_stream_pass`
+    on the same rows, so the results are bit-identical
+    (``tests/unit/test_varshney2022_shared_stream.py``). Used as an observer of
+    :class:`dpreg.data.streams.GaussianStream`, it reads the chunks another consumer draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> feed = DpSsgdFeed(1, 2, 3, eta=np.ones(1), clip=np.ones(1),
+    ...                   noise_multiplier=np.zeros(1), sigma=np.zeros(1),
+    ...                   rng=np.random.default_rng(0))
+    >>> feed(np.ones((1, 4, 2)), np.ones((1, 4)), np.zeros((1, 4)))
+    >>> feed.result[0].shape, feed.result[1].tolist()
+    ((1, 2, 1), [[0.3333333333333333]])
+    """
+
+    def __init__(self, n_replicates: int, d: int, n_steps: int, **options: Any):
+        self._steps = _stream_steps(n_replicates, d, n_steps, **options)
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = []
+        self._held = 0
+        self.result: tuple[np.ndarray, np.ndarray] | None = None
+        try:
+            self._want = next(self._steps)
+        except StopIteration as done:
+            self.result = done.value
+
+    def __call__(self, X: np.ndarray, base: np.ndarray, z: np.ndarray | None) -> None:
+        """Take the next block of rows; run every step whose chunk is complete."""
+        if self.result is not None:
+            return
+        self._pending.append((X, base, z))
+        self._held += X.shape[1]
+        while self.result is None and self._held >= self._want:
+            k = self._want
+            parts, got = [], 0
+            while got < k:  # the first k pending rows, as GaussianStream.take slices them
+                Xp, bp, zp = self._pending[0]
+                need = k - got
+                if Xp.shape[1] <= need:
+                    parts.append(self._pending.pop(0))
+                    got += Xp.shape[1]
+                else:
+                    parts.append((Xp[:, :need], bp[:, :need], None if zp is None else zp[:, :need]))
+                    self._pending[0] = (
+                        Xp[:, need:],
+                        bp[:, need:],
+                        None if zp is None else zp[:, need:],
+                    )
+                    got += need
+            self._held -= k
+            if len(parts) == 1:
+                rows = parts[0]
+            else:
+                rows = (
+                    np.concatenate([p[0] for p in parts], axis=1),
+                    np.concatenate([p[1] for p in parts], axis=1),
+                    None if parts[0][2] is None else np.concatenate([p[2] for p in parts], axis=1),
+                )
+            try:
+                self._want = self._steps.send(rows)
+            except StopIteration as done:
+                self.result = done.value
+                self._pending = []
+
+
+def _stream_steps(
+    D: int,
+    d: int,
+    n_steps: int,
+    *,
+    eta: np.ndarray,
+    clip: np.ndarray,
+    noise_multiplier: np.ndarray,
+    sigma: np.ndarray,
+    rng: np.random.Generator,
+    chunk: int = 1024,
+    kernel: str = "numba",
+) -> Generator[
+    int, tuple[np.ndarray, np.ndarray, np.ndarray | None], tuple[np.ndarray, np.ndarray]
+]:
+    """Run the steps of :func:`dp_ssgd_stream_pass`, yielding the rows needed, receiving them."""
     eta = np.asarray(eta, dtype=np.float64)
     clip = np.asarray(clip, dtype=np.float64)
     R = eta.size
@@ -231,7 +331,7 @@ def dp_ssgd_stream_pass(
     buf = None  # noise buffer of the compiled kernel, reused across chunks
     while done < n_steps:
         k = min(chunk, n_steps - done)
-        X, base, z = source.take(k)
+        X, base, z = yield k
         Y = np.broadcast_to(base[:, :, None], (D, k, R)).copy()
         if z is not None:
             Y += z[:, :, None] * sig

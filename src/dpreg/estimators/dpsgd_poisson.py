@@ -32,6 +32,7 @@ The draws are the same; the results agree up to the order of the additions
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -99,6 +100,29 @@ def _step_kernel() -> Any:
                     total[k, c] += X[i, c] * coef
 
     return step
+
+
+@cache
+def _clip_kernel() -> Any:
+    """Compile (or load from numba's cache) the lanes' residual clipping of one step."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def clip_lanes(Rm, base, noise, sig, xnorm, clip, clipped, has_noise):
+        # In place, row m and lane r: Rm = <x_m, w_r> - y_mr, y_mr = base_m + noise_m sig_r,
+        # times clip_r / max(|Rm| ||x_m||, clip_r); clipped_r counts |Rm| ||x_m|| > clip_r.
+        # The reference's elementwise operations, in its order.
+        M, R = Rm.shape
+        for m in range(M):
+            for r in range(R):
+                y = base[m] + noise[m] * sig[r] if has_noise else base[m]
+                v = Rm[m, r] - y
+                g = abs(v) * xnorm[m]
+                if g > clip[r]:
+                    clipped[r] += 1.0
+                Rm[m, r] = v * (clip[r] / max(g, clip[r]))
+
+    return clip_lanes
 
 
 def poisson_positions(
@@ -172,6 +196,7 @@ def dp_sgd_poisson_stream_runs(
     batch_size: float,
     steps: int,
     rng: np.random.Generator,
+    kernel: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray]:
     r""":func:`dp_sgd_poisson_runs` reading each step's subsample through ``rows(positions)``.
 
@@ -182,6 +207,13 @@ def dp_sgd_poisson_stream_runs(
     ``rows``; the random draws are the same, in the same order, so equal rows give
     bit-identical results and the privacy calibration (the caller's, from the public n) is
     unchanged. Memory: one subsample, O(batch_size d + d R). No validation.
+
+    ``kernel``: how each step's residuals are formed and clipped after the product
+    :math:`X_b W` (BLAS either way): ``"numba"`` in one compiled pass over the (M, R)
+    lanes, the reference's elementwise operations in its order (bit-identical,
+    ``tests/unit/test_dpsgd_poisson_kernel.py``); ``"numpy"`` the reference; ``"auto"``
+    compiled when numba is already loaded or ``steps * batch_size * R`` reaches
+    :data:`AUTO_MIN_ROWS`.
 
     Examples
     --------
@@ -206,16 +238,31 @@ def dp_sgd_poisson_stream_runs(
     clipped = np.zeros(R)
     seen = 0
     tail_start = steps // 2 + 1
+    check_choice(kernel, "kernel", POISSON_KERNELS)
+    if kernel == "auto":
+        big = steps * batch_size * R >= AUTO_MIN_ROWS
+        kernel = "numba" if big or "numba" in sys.modules else "numpy"
+    clip_lanes = _clip_kernel() if kernel == "numba" else None
+    sig_c = np.ascontiguousarray(np.broadcast_to(sig, (R,)))
     for t in range(steps):
         pos, mask = poisson_positions(n, q, 1, rng)
         pos = pos[0][mask[0]]
         Xb, base_b, noise_b = rows(pos)  # (M, d), (M,), (M,) or None
-        y = base_b[:, None] if noise_b is None else base_b[:, None] + noise_b[:, None] * sig
-        r = Xb @ W - y  # (M, R)
-        gnorm = np.abs(r) * np.sqrt(np.einsum("md,md->m", Xb, Xb))[:, None]
-        clipped += (gnorm > clip).sum(axis=0)
-        seen += pos.size
-        r *= clip / np.maximum(gnorm, clip)  # r min{1, C/||g||}
+        if clip_lanes is not None:
+            r = Xb @ W  # (M, R)
+            xnorm = np.sqrt(np.einsum("md,md->m", Xb, Xb))
+            has_noise = noise_b is not None
+            noise_c = np.ascontiguousarray(noise_b) if has_noise else base_b
+            clip_lanes(r, np.ascontiguousarray(base_b), noise_c, sig_c, xnorm, clip, clipped,
+                       has_noise)  # fmt: skip
+            seen += pos.size
+        else:
+            y = base_b[:, None] if noise_b is None else base_b[:, None] + noise_b[:, None] * sig
+            r = Xb @ W - y  # (M, R)
+            gnorm = np.abs(r) * np.sqrt(np.einsum("md,md->m", Xb, Xb))[:, None]
+            clipped += (gnorm > clip).sum(axis=0)
+            seen += pos.size
+            r *= clip / np.maximum(gnorm, clip)  # r min{1, C/||g||}
         total = Xb.T @ r + noise_std * rng.standard_normal((d, R))
         W -= eta * total / batch_size
         if t + 1 >= tail_start:

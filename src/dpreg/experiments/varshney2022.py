@@ -39,7 +39,10 @@ with a ``not_run`` row, above ``dpssgd_max_n``, and on trials from ``dpssgd_tria
 the last three need the data in memory and run trial by trial (keep them to moderate N),
 except that with ``dpsgd_stream`` the two DP-SGD methods read each Poisson subsample from
 :class:`~dpreg.data.streams.CounterGaussianRows` (rows regenerated on demand, same law,
-not paired with the stream) and never hold the N rows. Hyperparameters are Theorem 3.7's with
+not paired with the stream) and never hold the N rows. ``dp_ssgd`` and, with
+``adassp_stream``, AdaSSP's statistics do not draw the stream again: they observe the
+chunks the first five's pass draws (:data:`SHARE_STREAM`; the same rows in the same
+blocks, so bit-identical to reading streams of their own). Hyperparameters are Theorem 3.7's with
 oracle constants (docs/notes/varshney2022.md §2.4, §8 item 16), the same oracle knowledge for
 every method.
 
@@ -86,7 +89,12 @@ from dpreg.estimators.ambssgd_privacy import (
     calibrate_poisson_dpsgd,
     fixed_clip_noise_multiplier,
 )
-from dpreg.estimators.dp_ssgd import DP_SSGD_ETA_RULES, dp_ssgd_hyperparameters, dp_ssgd_stream_pass
+from dpreg.estimators.dp_ssgd import (
+    DP_SSGD_ETA_RULES,
+    DpSsgdFeed,
+    dp_ssgd_hyperparameters,
+    dp_ssgd_stream_pass,
+)
 from dpreg.estimators.dpsgd_poisson import dp_sgd_poisson_runs, dp_sgd_poisson_stream_runs
 from dpreg.experiments.params import (
     KindParams,
@@ -99,7 +107,12 @@ from dpreg.experiments.params import (
     positive_integer,
 )
 from dpreg.experiments.study_kind import StudyKind
-from dpreg.experiments.varshney2022_adassp import adassp_bounds, streamed_adassp_rows
+from dpreg.experiments.varshney2022_adassp import (
+    BLOCK_ROWS,
+    StreamedAdasspStatistics,
+    adassp_bounds,
+    streamed_adassp_rows,
+)
 from dpreg.theory import ambssgd as theory
 
 __all__ = [
@@ -203,6 +216,11 @@ SIM_KEYS = frozenset(SimParams.required_keys() | SimParams.optional_keys() | {"c
 
 
 # ------------------------------------------------------------------------ cell parsing
+
+
+SHARE_STREAM = True
+"""AdaSSP's statistics and DP-SSGD observe the chunks of DP-AMBSSGD's stream (one draw of
+the rows); ``False``: each reads a stream of its own (the reference path, same rows)."""
 
 
 def _list(value: Any) -> list[Any]:
@@ -384,12 +402,19 @@ def _setup(cell: Mapping[str, Any]):
     return spec, lam, w_star, hp_by_sigma
 
 
-def _run_stream(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng):
+def _run_stream(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng, observers=()):
+    """DP-AMBSSGD and its variants over the cell's stream; ``observers`` see every chunk.
+
+    With observers, the stream is drawn up to N rows after the pass (the rows the pass
+    dropped), so each observer sees the first N rows of every trial.
+    """
     runs, labels = _stream_runs(spec, hp_by_sigma)
     if not labels:
         return None, labels, 0.0
     hp = next(iter(hp_by_sigma.values()))
-    source = GaussianStream(seed, trial_ids, lam, w_star)
+    source = GaussianStream(
+        seed, trial_ids, lam, w_star, chunk_rows=BLOCK_ROWS, observers=observers
+    )
     start = time.perf_counter()
     res = ambssgd_pass(
         source,
@@ -402,6 +427,8 @@ def _run_stream(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng):
         rng=rng,
         oracle=OracleInfo(w_star=w_star, H=lam, kappa=spec["kappa"]),
     )
+    if observers:
+        source.drain(spec["n"])
     return res, labels, time.perf_counter() - start
 
 
@@ -477,13 +504,18 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
     return rows
 
 
-def _grid_setup(spec, lam, hp_by_sigma) -> dict[str, Any]:
-    """Lay out the tuned DP-SGD grid: one lane per (sigma, epsilon, clip scale, eta scale)."""
+def _grid_setup(spec, lam, hp_by_sigma, multipliers=None) -> dict[str, Any]:
+    """Lay out the tuned DP-SGD grid: one lane per (sigma, epsilon, clip scale, eta scale).
+
+    ``multipliers``: the calibrated multiplier per epsilon if the caller has them (the
+    same ``calibrate_poisson_dpsgd`` values; about 0.3 s of accounting per epsilon).
+    """
     n, L, delta = spec["n"], spec["batch"], spec["delta"]
     q = L / n
     steps = math.ceil(spec["epochs"] / q)
     H_norm = float(lam.max())
-    multipliers = {e: calibrate_poisson_dpsgd(e, delta, q, steps) for e in spec["epsilons"]}
+    if multipliers is None:
+        multipliers = {e: calibrate_poisson_dpsgd(e, delta, q, steps) for e in spec["epsilons"]}
     labels, sig, clip, eta, mult = [], [], [], [], []
     for sigma in spec["sigmas"]:
         rx2 = hp_by_sigma[sigma].x_norm_sq
@@ -562,7 +594,7 @@ def _streamed_dpsgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> lis
                     eta.append(L / (rx2 + (L - 1) * H_norm))
                     alpha.append(mult[eps])
     if "dp_sgd_tuned" in methods:
-        grid = _grid_setup(spec, lam, hp_by_sigma)
+        grid = _grid_setup(spec, lam, hp_by_sigma, multipliers=mult)
         labels += [(GRID_METHOD, s, e, (c, g)) for s, e, c, g in grid["labels"]]
         sig += list(grid["sigma"])
         clip += list(grid["clip"])
@@ -612,10 +644,8 @@ def _ssgd_calibration(spec) -> dict[float, tuple[str, float, float]]:
     return out
 
 
-def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict[str, Any]]:
-    """DP-SSGD (Algorithm 1) over the cell's stream: one pass, N single-row steps."""
-    if "dp_ssgd" not in spec["methods"]:
-        return []
+def _ssgd_lanes(spec, lam, w_star, hp_by_sigma, trial_ids):
+    """DP-SSGD's calibration, lanes (sigma, eps), their (eta, clip) and the trials run."""
     n, d = spec["n"], spec["d"]
     cal = _ssgd_calibration(spec)
     lanes = [
@@ -631,18 +661,71 @@ def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed) -> list[dict[str
             kappa=spec["kappa"], w_star_norm=float(np.linalg.norm(w_star)), sigma=sigma,
             noise_multiplier=cal[eps][1], rule=spec["ssgd_eta_rule"],
         )  # fmt: skip
-    excess = clip_fraction = None
     cap = spec["ssgd_trials"]
     run_ids = [t for t in trial_ids if cap is None or t < cap]
+    return cal, lanes, steps, run_ids
+
+
+def _ssgd_options(cal, lanes, steps, seed) -> dict[str, Any]:
+    """Keyword arguments of ``dp_ssgd_stream_pass`` / ``DpSsgdFeed`` for the lanes."""
+    return {
+        "eta": np.array([steps[k][0] for k in lanes]),
+        "clip": np.array([steps[k][1] for k in lanes]),
+        "noise_multiplier": np.array([cal[e][1] for _, e in lanes]),
+        "sigma": np.array([s for s, _ in lanes]),
+        "rng": np.random.default_rng([seed, _SSGD_STREAM]),
+    }
+
+
+def _ssgd_feed(spec, lam, w_star, hp_by_sigma, trial_ids, seed):
+    """DP-SSGD as an observer of the cell's stream (all ``trial_ids``), or None.
+
+    Returns ``(observer, feed, setup)``: the callable to attach to the stream, the
+    :class:`~dpreg.estimators.dp_ssgd.DpSsgdFeed` holding the result and the output of
+    :func:`_ssgd_lanes`.
+    """
+    if "dp_ssgd" not in spec["methods"]:
+        return None
+    setup = _ssgd_lanes(spec, lam, w_star, hp_by_sigma, trial_ids)
+    cal, lanes, steps, run_ids = setup
+    if not (lanes and run_ids):
+        return None
+    feed = DpSsgdFeed(len(run_ids), spec["d"], spec["n"], **_ssgd_options(cal, lanes, steps, seed))
+    if run_ids == trial_ids:
+        return feed, feed, setup
+    sel = [trial_ids.index(t) for t in run_ids]
+
+    def observe(X, base, z):
+        feed(X[sel], base[sel], z[sel])
+
+    return observe, feed, setup
+
+
+def _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, fed=None) -> list[dict[str, Any]]:
+    """DP-SSGD (Algorithm 1) over the cell's stream: one pass, N single-row steps.
+
+    ``fed``: the :func:`_ssgd_feed` triple whose observer already ran the pass on the
+    chunks of the cell's stream (the same rows, steps and draws as reading a stream of
+    its own, ``tests/unit/test_varshney2022_shared_stream.py``).
+    """
+    if "dp_ssgd" not in spec["methods"]:
+        return []
+    n = spec["n"]
+    if fed is None:
+        cal, lanes, steps, run_ids = _ssgd_lanes(spec, lam, w_star, hp_by_sigma, trial_ids)
+    else:
+        cal, lanes, steps, run_ids = fed[2]
+    excess = clip_fraction = None
     if lanes and run_ids:
-        w_bar, clip_fraction = dp_ssgd_stream_pass(
-            GaussianStream(seed, run_ids, lam, w_star), n,
-            eta=np.array([steps[k][0] for k in lanes]),
-            clip=np.array([steps[k][1] for k in lanes]),
-            noise_multiplier=np.array([cal[e][1] for _, e in lanes]),
-            sigma=np.array([s for s, _ in lanes]),
-            rng=np.random.default_rng([seed, _SSGD_STREAM]),
-        )  # fmt: skip
+        if fed is not None:
+            if fed[1].result is None:
+                raise RuntimeError("the DP-SSGD feed saw fewer than N rows")
+            w_bar, clip_fraction = fed[1].result
+        else:
+            w_bar, clip_fraction = dp_ssgd_stream_pass(
+                GaussianStream(seed, run_ids, lam, w_star), n,
+                **_ssgd_options(cal, lanes, steps, seed),
+            )  # fmt: skip
         excess = _excess(np.moveaxis(w_bar, 1, 2), w_star, lam)  # (D, R)
     rows = []
     for sigma in spec["sigmas"]:
@@ -676,7 +759,17 @@ def run_sim_cell(
     spec, lam, w_star, hp_by_sigma = _setup(cell)
     trial_ids = list(range(first_trial, first_trial + trials))
     rng = np.random.default_rng([seed, _NOISE_STREAM])
-    res, labels, _ = _run_stream(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng)
+    # AdaSSP's statistics and DP-SSGD read the same rows as the pass: they observe its
+    # chunks instead of drawing the stream again (same rows, blocks and draws).
+    shared = SHARE_STREAM and bool(_stream_runs(spec, hp_by_sigma)[1])
+    ada = None
+    if shared and spec["adassp_stream"] and "adassp" in spec["methods"]:
+        ada = StreamedAdasspStatistics(spec, lam, len(trial_ids))
+    ssgd = _ssgd_feed(spec, lam, w_star, hp_by_sigma, trial_ids, seed) if shared else None
+    observers = [o for o in (ada, None if ssgd is None else ssgd[0]) if o is not None]
+    res, labels, _ = _run_stream(
+        spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng, observers=observers
+    )
     rows: list[dict[str, Any]] = []
     if res is not None:
         excess = _excess(np.moveaxis(res.w_bar, 1, 2), w_star, lam)  # (D, R)
@@ -698,9 +791,9 @@ def run_sim_cell(
                 )
     rows += _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng)
     if spec["adassp_stream"] and "adassp" in spec["methods"]:
-        rows += streamed_adassp_rows(spec, lam, w_star, trial_ids, seed, rng)
+        rows += streamed_adassp_rows(spec, lam, w_star, trial_ids, seed, rng, accumulated=ada)
     rows += _streamed_dpsgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed)
-    rows += _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed)
+    rows += _ssgd_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, fed=ssgd)
     frame = pd.DataFrame(rows)
     lay = spec["layout"]
     if "n_per_d" in cell:

@@ -23,7 +23,7 @@ from dpreg.data.streams import GaussianStream
 from dpreg.estimators.adassp_stream import AdasspStatistics, fit_adassp_streamed
 from dpreg.privacy.budgets import ApproxDP
 
-__all__ = ["adassp_bounds", "streamed_adassp_rows"]
+__all__ = ["StreamedAdasspStatistics", "adassp_bounds", "streamed_adassp_rows"]
 
 BLOCK_ROWS = 2**14
 """Rows per block of the streamed statistics (the stream's chunk size: 26 MB at d = 200)."""
@@ -50,6 +50,45 @@ def adassp_bounds(d: int, lam: np.ndarray, sigma: float) -> tuple[float, float]:
     return bx, by
 
 
+class StreamedAdasspStatistics:
+    """AdaSSP's statistics of several trials' streams, accumulated block by block.
+
+    Call it with each block of rows of the trials (in order), ``(X, base, z)`` of shapes
+    (D, m, d), (D, m), (D, m); rows past ``n`` are ignored. Per trial it clips each block
+    to the public bounds (:func:`adassp_bounds`) and adds it to one
+    :class:`~dpreg.estimators.adassp_stream.AdasspStatistics` (one ``X'y`` column per
+    sigma), counting the clipped rows. As an observer of the cell's
+    :class:`~dpreg.data.streams.GaussianStream` (blocks = its chunks) it reads the rows
+    DP-AMBSSGD's pass draws, without a draw of its own.
+    """
+
+    def __init__(self, spec: dict[str, Any], lam: np.ndarray, n_trials: int):
+        self.n, d, sigmas = spec["n"], spec["d"], spec["sigmas"]
+        bounds = [adassp_bounds(d, lam, s) for s in sigmas]
+        self.bx = bounds[0][0]
+        self.by = np.array([b[1] for b in bounds])
+        self.sig = np.asarray(sigmas, dtype=np.float64)
+        self.stats = [
+            AdasspStatistics(d, bound_X=self.bx, bound_y=self.by) for _ in range(n_trials)
+        ]
+        self.clipped = np.zeros((n_trials, self.sig.size))
+        self.done = 0
+
+    def __call__(self, X: np.ndarray, base: np.ndarray, z: np.ndarray) -> None:
+        """Add the next block of rows of every trial."""
+        k = min(X.shape[1], self.n - self.done)
+        if k <= 0:
+            return
+        bx, by = self.bx, self.by
+        for t, stats in enumerate(self.stats):
+            Xt, bt, zt = X[t, :k], base[t, :k], z[t, :k]
+            Y = bt[:, None] + zt[:, None] * self.sig  # (k, sigmas): y = base + sigma z
+            norms = np.linalg.norm(Xt, axis=1)
+            stats.add(Xt * np.minimum(1.0, bx / norms)[:, None], np.clip(Y, -by, by))
+            self.clipped[t] += ((norms > bx)[:, None] | (np.abs(Y) > by)).sum(axis=0)
+        self.done += k
+
+
 def streamed_adassp_rows(
     spec: dict[str, Any],
     lam: np.ndarray,
@@ -59,34 +98,30 @@ def streamed_adassp_rows(
     rng: np.random.Generator,
     *,
     block_rows: int = BLOCK_ROWS,
+    accumulated: StreamedAdasspStatistics | None = None,
 ) -> list[dict[str, Any]]:
     """``adassp`` rows of one chunk from statistics accumulated over the cell's stream.
 
     Per trial: one pass over ``GaussianStream(seed, [trial], ...)`` in blocks of
-    ``block_rows``, then one AdaSSP release per (sigma, epsilon) drawn from ``rng`` in the
+    ``block_rows`` (or the statistics ``accumulated`` already, e.g. by an observer of
+    the stream of all ``trial_ids`` with chunks of ``block_rows``: the same blocks, so the
+    same sums), then one AdaSSP release per (sigma, epsilon) drawn from ``rng`` in the
     in-memory path's order (trial, sigma, epsilon). ``clip_fraction`` is the fraction of
     rows whose x or y was clipped, as in the in-memory path.
     """
-    n, d, sigmas = spec["n"], spec["d"], spec["sigmas"]
-    bounds = [adassp_bounds(d, lam, s) for s in sigmas]
-    bx = bounds[0][0]
-    by = np.array([b[1] for b in bounds])
-    sig = np.asarray(sigmas, dtype=np.float64)
+    n, sigmas = spec["n"], spec["sigmas"]
     rows: list[dict[str, Any]] = []
-    for trial in trial_ids:
-        stream = GaussianStream(seed, [trial], lam, w_star, chunk_rows=block_rows)
-        stats = AdasspStatistics(d, bound_X=bx, bound_y=by)
-        clipped = np.zeros(sig.size)
-        done = 0
-        while done < n:
-            k = min(block_rows, n - done)
-            X, base, z = stream.take(k)
-            X, base, z = X[0], base[0], z[0]
-            Y = base[:, None] + z[:, None] * sig  # (k, sigmas): y = base + sigma z
-            norms = np.linalg.norm(X, axis=1)
-            stats.add(X * np.minimum(1.0, bx / norms)[:, None], np.clip(Y, -by, by))
-            clipped += ((norms > bx)[:, None] | (np.abs(Y) > by)).sum(axis=0)
-            done += k
+    for t, trial in enumerate(trial_ids):
+        if accumulated is None:
+            acc = StreamedAdasspStatistics(spec, lam, 1)
+            stream = GaussianStream(seed, [trial], lam, w_star, chunk_rows=block_rows)
+            while acc.done < n:
+                acc(*stream.take(min(block_rows, n - acc.done)))
+            stats, clipped = acc.stats[0], acc.clipped[0]
+        else:
+            if accumulated.done != n:
+                raise ValueError(f"accumulated statistics cover {accumulated.done} of {n} rows")
+            stats, clipped = accumulated.stats[t], accumulated.clipped[t]
         for j, sigma in enumerate(sigmas):
             for eps in spec["epsilons"]:
                 fit = fit_adassp_streamed(
