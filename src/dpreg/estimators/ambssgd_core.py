@@ -457,6 +457,11 @@ def ambssgd_pass(
 ) -> PassResult:
     r"""One DP-AMBSSGD pass (Algorithm 2) for D replicates x R runs. No validation.
 
+    A :class:`PermutedRows` source with ``kernel="numba"`` is read in place through its
+    permutation by the compiled kernels of :mod:`dpreg.estimators.ambssgd_kernel` (the
+    same results up to the order of additions); other sources, and ``kernel="numpy"``,
+    go through ``source.take`` (the reference).
+
     Parameters
     ----------
     source : RowSource
@@ -486,11 +491,6 @@ def ambssgd_pass(
         Needed by ``oracle`` runs; enables the per-step truth diagnostics.
     oracle_log_factor : float, optional
         :math:`\ln^{2a}N` of the oracle rule (default ``log_factor**2``).
-
-    A :class:`PermutedRows` source with ``kernel="numba"`` is read in place through its
-    permutation by the compiled kernels of :mod:`dpreg.estimators.ambssgd_kernel` (the
-    same results up to the order of additions); other sources, and ``kernel="numpy"``,
-    go through ``source.take`` (the reference).
 
     Returns
     -------
