@@ -1,0 +1,153 @@
+"""The compiled one-pass validation of a bounded design against the numpy reference.
+
+``check_bounded_design(method="compiled")`` must return the same arrays and raise the
+same errors (type, message, argument names) as ``method="reference"`` on every input:
+NaN, inf, rows on, just above and just below the public bounds, bad bounds, bad shapes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from dpreg import _validation
+from dpreg._validation import _bounded_design_compiled, check_bounded_design
+
+
+def _outcome(X, y, bound_X, bound_y, method):
+    """(``"ok"``, X, y) or (exception type, message) of one validation call."""
+    try:
+        Xo, yo, trials, _ = check_bounded_design(
+            X,
+            y,
+            bound_X=bound_X,
+            bound_y=bound_y,
+            trials=3,
+            rng=np.random.default_rng(0),
+            method=method,
+        )
+    except (TypeError, ValueError) as err:
+        return type(err), str(err)
+    assert trials == 3
+    return "ok", Xo, yo
+
+
+def _assert_same(X, y, bound_X, bound_y):
+    ref = _outcome(X, y, bound_X, bound_y, "reference")
+    fused = _outcome(X, y, bound_X, bound_y, "compiled")
+    assert ref[0] == fused[0]
+    if ref[0] == "ok":
+        # the same arrays, not copies: downstream arithmetic is byte-identical
+        np.testing.assert_array_equal(ref[1], fused[1])
+        np.testing.assert_array_equal(ref[2], fused[2])
+        assert fused[1].dtype == ref[1].dtype and fused[1].shape == ref[1].shape
+    else:
+        assert ref[1] == fused[1]
+    return ref[0]
+
+
+_values = st.one_of(
+    st.floats(-2.0, 2.0, allow_nan=False),
+    st.sampled_from([math.nan, math.inf, -math.inf, 0.0, 1e200, -1e-300]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    X=arrays(np.float64, st.tuples(st.integers(1, 12), st.integers(1, 4)), elements=_values),
+    data=st.data(),
+    bound_X=st.one_of(st.floats(0.1, 5.0), st.sampled_from([0.0, -1.0, math.inf, math.nan])),
+    bound_y=st.one_of(st.floats(0.1, 5.0), st.sampled_from([0.0, -1.0, math.inf, math.nan])),
+)
+def test_compiled_equals_reference_on_random_designs(X, data, bound_X, bound_y):
+    n = X.shape[0]
+    y = data.draw(arrays(np.float64, (n,), elements=_values), label="y")
+    _assert_same(X, y, bound_X, bound_y)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    X=arrays(
+        np.float64,
+        st.tuples(st.integers(1, 15), st.integers(1, 6)),
+        elements=st.floats(-3.0, 3.0, allow_nan=False),
+    ),
+    rel=st.sampled_from([-1e-9, -1e-12, -1e-13, -1e-15, 0.0, 1e-15, 1e-13, 1e-12, 2e-12, 1e-9]),
+    y_rel=st.sampled_from([-1e-12, 0.0, 1e-12, 1.1e-12, 1e-9]),
+)
+def test_compiled_equals_reference_at_the_bounds(X, rel, y_rel):
+    """Bounds placed on, just inside and just outside the data's largest norms."""
+    y = np.linspace(-1.0, 1.0, X.shape[0])
+    worst = float(np.sqrt(np.einsum("ij,ij->i", X, X).max()))
+    if worst == 0.0:
+        return
+    _assert_same(X, y, worst * (1.0 + rel), 1.0 + y_rel)
+
+
+def test_compiled_path_accepts_valid_data_and_refuses_the_rest():
+    """The fast path is taken on a valid design (the comparisons above are not vacuous)."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(500, 5)) / math.sqrt(5)
+    y = rng.uniform(-1, 1, size=500)
+    assert _bounded_design_compiled(X, y, 1.0, 1.0) is not None
+    for bad in (math.nan, math.inf):
+        Xb = X.copy()
+        Xb[17, 2] = bad
+        assert _bounded_design_compiled(Xb, y, 1.0, 1.0) is None
+        yb = y.copy()
+        yb[3] = bad
+        assert _bounded_design_compiled(X, yb, 1.0, 1.0) is None
+    assert _bounded_design_compiled(X, y, 0.5, 1.0) is None  # rows above bound_X
+    # a row norm within the round-off band of the threshold: the reference decides
+    worst = float(np.sqrt(np.einsum("ij,ij->i", X, X).max()))
+    assert _bounded_design_compiled(X, y, worst / (1 + 1e-12), 1.0) is None
+    assert _bounded_design_compiled(X, y, worst * (1 + 1e-12), 1.0) is not None
+    assert _bounded_design_compiled(X, y, 1.0, 0.5) is None  # |y| above bound_y
+    assert _bounded_design_compiled(np.asfortranarray(X), y, 1.0, 1.0) is None
+    assert _bounded_design_compiled(X[::2], y[::2], 1.0, 1.0) is None
+
+
+@pytest.mark.parametrize(
+    ("X", "y"),
+    [
+        (np.ones((3, 2)).tolist(), [0.0, 0.0, 0.0]),  # lists
+        (np.ones((3, 2), dtype=np.int64), np.zeros(3, dtype=np.int64)),
+        (np.asfortranarray(np.full((4, 2), 0.5)), np.zeros(4)),
+        (np.full((4, 2), 0.5), np.zeros((4, 1))),  # y as a column
+        (np.full((4, 2), 0.5), np.zeros(5)),  # length mismatch
+        (np.full((1, 2), 0.5), np.zeros(1)),  # n < d
+        (np.full(4, 0.5), np.zeros(4)),  # 1-D X
+        (np.zeros((0, 2)), np.zeros(0)),  # empty
+        (np.full((4, 2), 0.5) + 0j, np.zeros(4)),  # complex
+        (np.array([["a", "b"]] * 3), np.zeros(3)),  # text
+    ],
+)
+def test_compiled_equals_reference_on_unusual_inputs(X, y):
+    _assert_same(X, y, 2.0, 1.0)
+
+
+def test_method_is_checked_and_auto_takes_the_compiled_pass(monkeypatch):
+    X, y = np.full((4, 2), 0.5), np.zeros(4)
+    with pytest.raises(ValueError, match="method must be one of"):
+        check_bounded_design(
+            X, y, bound_X=1.0, bound_y=1.0, trials=1, rng=np.random.default_rng(0), method="x"
+        )
+    calls = []
+    kernel = _validation._scan_kernel()
+
+    def spy(*args):
+        calls.append(1)
+        return kernel(*args)
+
+    monkeypatch.setattr(_validation, "_scan_kernel", lambda: spy)
+    big = np.full((_validation.COMPILED_MIN_ELEMENTS, 1), 0.5)
+    yb = np.zeros(big.shape[0])
+    check_bounded_design(big, yb, bound_X=1.0, bound_y=1.0, trials=1, rng=np.random.default_rng(0))
+    assert calls == [1]  # numba is loaded (by the kernel above): auto compiles
+    check_bounded_design(X, y, bound_X=1.0, bound_y=1.0, trials=1, rng=np.random.default_rng(0))
+    assert calls == [1]  # small: the numpy reference
