@@ -170,8 +170,8 @@ MUTATIONS = {
 
 def _rows_doubled(prepared):
     # the sketch's rows reach norm 2 while the calibration assumes norm 1
-    *head, scale, A, (w, V) = prepared
-    return (*head, scale, 2.0 * A, (4.0 * w, V))
+    *head, scale, A, (w, V) = prepared  # A is None for the Wishart sampler (Gram only)
+    return (*head, scale, None if A is None else 2.0 * A, (4.0 * w, V))
 
 
 @pytest.mark.parametrize(

@@ -326,3 +326,52 @@ def test_released_sketch_gram_gives_theta(name):
     assert M.shape == (4, 4, 4)
     theta = np.linalg.solve(M[:, :3, :3], M[:, :3, 3:])[..., 0]
     np.testing.assert_allclose(theta, fit.theta, rtol=1e-8, atol=1e-12)
+
+
+def test_unstacked_gram_equals_the_stacked_reference():
+    """The fast Gram (no [X, y] copy) equals the column_stack reference to round-off."""
+    from dpreg.estimators.sketch import _design_gram, _stacked_gram
+
+    for seed, (n, d) in enumerate([(1, 1), (7, 3), (2000, 4), (5000, 20)]):
+        rng = np.random.default_rng(seed)
+        X, y = rng.normal(size=(n, d)), rng.normal(size=n)
+        scale = math.sqrt(2.0) * (1 + seed)
+        fast, ref = _design_gram(X, y, scale), _stacked_gram(X, y, scale)
+        # each entry is a sum of n products: |fast - ref| <= 2 gamma_n sum |a_i||b_i|
+        absolute = np.abs(np.column_stack([X, y])) / scale
+        tol = 4 * n * np.finfo(float).eps * (absolute.T @ absolute)
+        assert np.all(np.abs(fast - ref) <= tol)
+        np.testing.assert_array_equal(fast, fast.T)
+
+
+@pytest.mark.parametrize("fit", [fit_linear_mixing, fit_sheffet_sketch])
+@pytest.mark.parametrize("sampler", ["wishart", "direct"])
+def test_fast_gram_gives_the_reference_fits_to_round_off(fit, sampler, monkeypatch):
+    """Same seed, same draws: the fits of the fast and reference Gram agree to round-off."""
+    import dpreg.estimators.sketch as sketch
+
+    X, y = _data(seed=5, n=3000, d=5)
+    kwargs = dict(budget=ApproxDP(1.0, 1e-6), trials=64, sampler=sampler)
+    fast = fit(X, y, rng=np.random.default_rng(11), **kwargs)
+    monkeypatch.setattr(sketch, "_design_gram", sketch._stacked_gram)
+    ref = fit(X, y, rng=np.random.default_rng(11), **kwargs)
+    np.testing.assert_allclose(fast.theta, ref.theta, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        fast.diagnostics["sketch_gram"], ref.diagnostics["sketch_gram"], rtol=1e-9, atol=1e-12
+    )
+    assert fast.budget_spent == ref.budget_spent  # the noise scale does not see the data
+    for key in ("gamma", "epsilon_certified"):
+        assert fast.diagnostics[key] == ref.diagnostics[key]
+
+
+def test_memoised_certificates_equal_the_accountant():
+    from dpreg.estimators.sketch import _linear_mixing_epsilon_cached, _mixing_epsilon_cached
+
+    for gamma, k in [(30.0, 40), (80.0, 100)]:
+        assert _linear_mixing_epsilon_cached(gamma, k, 1e-6, None, 1.0) == linear_mixing_epsilon(
+            gamma, k, 1e-6
+        )
+        assert _linear_mixing_epsilon_cached(gamma, k, 1e-6, 2.0, 0.5) == linear_mixing_epsilon(
+            gamma, k, 1e-6, eta=2.0, eig_sensitivity=0.5
+        )
+        assert _mixing_epsilon_cached(gamma, k, 1e-6) == mixing_epsilon(gamma, k, 1e-6)

@@ -128,6 +128,20 @@ def linear_mixing_epsilon(
     return max(classic, exact) + mixing_epsilon(gamma, k, delta / 3.0, refine=refine)[0]
 
 
+@functools.lru_cache(maxsize=256)  # pure in its (public) arguments; fits call it per call
+def _linear_mixing_epsilon_cached(
+    gamma: float, k: int, delta: float, eta: float | None, eig_sensitivity: float
+) -> float:
+    """:func:`linear_mixing_epsilon` (``refine=True``), memoised for the fits."""
+    return linear_mixing_epsilon(gamma, k, delta, eta=eta, eig_sensitivity=eig_sensitivity)
+
+
+@functools.lru_cache(maxsize=256)  # pure in its (public) arguments; fits call it per call
+def _mixing_epsilon_cached(gamma: float, k: int, delta: float) -> tuple[float, float]:
+    """:func:`~dpreg.privacy.mixing.mixing_epsilon` at the full delta, memoised."""
+    return mixing_epsilon(gamma, k, delta)
+
+
 @functools.lru_cache(maxsize=1024)  # pure in its arguments; studies call it per trial
 def linear_mixing_gamma(
     epsilon: float, k: int, delta: float, *, eig_sensitivity: float = 1.0
@@ -231,16 +245,45 @@ def _solve_from_gram(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return theta, robust
 
 
+def _stacked_gram(X: np.ndarray, y: np.ndarray, scale: float) -> np.ndarray:
+    r"""Return :math:`A^\top A` with :math:`A = [X, y]/s` materialised (the reference path)."""
+    A = np.column_stack([X, y]) / scale
+    return A.T @ A
+
+
+def _design_gram(X: np.ndarray, y: np.ndarray, scale: float) -> np.ndarray:
+    r""":math:`A^\top A` for :math:`A = [X, y]/s` from the unstacked blocks.
+
+    :math:`X^\top X` (BLAS ``syrk``), :math:`X^\top y` and :math:`y^\top y` divided by
+    :math:`s^2`: no :math:`n \times (d+1)` copy of the data; equal to
+    :func:`_stacked_gram` to round-off (the scaling is applied after the sums, not
+    before; ``tests/unit/test_sketch.py``).
+    """
+    d = X.shape[1]
+    gram = np.empty((d + 1, d + 1))
+    gram[:d, :d] = X.T @ X
+    xty = X.T @ y
+    gram[:d, d] = xty
+    gram[d, :d] = xty
+    gram[d, d] = y @ y
+    gram /= scale * scale
+    return gram
+
+
 def _prepare(X, y, budget, rng, trials, bound_X, bound_y, sampler):
-    """Shared validation and normalisation: A = [X, y] / sqrt(C_X^2 + C_Y^2)."""
+    """Shared validation and normalisation: A = [X, y] / sqrt(C_X^2 + C_Y^2).
+
+    ``A`` is materialised only for the direct sampler (``None`` for the Wishart
+    sampler, which needs the Gram matrix only).
+    """
     epsilon, delta = check_approx_dp_budget(budget)
     X, y, trials, rng = check_bounded_design(
         X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
     )
     check_choice(sampler, "sampler", SAMPLERS)
     scale = math.sqrt(float(bound_X) ** 2 + float(bound_y) ** 2)
-    A = np.column_stack([X, y]) / scale
-    gram = A.T @ A
+    A = np.column_stack([X, y]) / scale if sampler == "direct" else None
+    gram = _design_gram(X, y, scale)
     gram = 0.5 * (gram + gram.T)
     w, V = np.linalg.eigh(gram)
     # Fix the eigenvector signs (largest-|entry| positive) so that draws are a
@@ -436,13 +479,13 @@ def fit_linear_mixing(
         if faithful == "best":
             gamma = linear_mixing_gamma(epsilon, k, delta)
             eig_noise = gamma / math.sqrt(k)
-            eps_acc = linear_mixing_epsilon(gamma, k, delta)
+            eps_acc = _linear_mixing_epsilon_cached(gamma, k, delta, None, 1.0)
             eps_cert = eps_acc
         else:
             gamma = linear_mixing_gamma(epsilon, k, delta, eig_sensitivity=1.0 / (1.0 + ratio2))
             eig_noise = math.sqrt(1.0 + ratio2) * gamma / math.sqrt(k)
-            eps_acc = linear_mixing_epsilon(gamma, k, delta, eig_sensitivity=1.0 / (1.0 + ratio2))
-            eps_cert = linear_mixing_epsilon(gamma, k, delta, eta=eig_noise)
+            eps_acc = _linear_mixing_epsilon_cached(gamma, k, delta, None, 1.0 / (1.0 + ratio2))
+            eps_cert = _linear_mixing_epsilon_cached(gamma, k, delta, eig_noise, 1.0)
         if dynamic_k:
             tau = math.sqrt(8.0 * math.log(max(3.0 / delta, 4.0 / varrho)))
         else:
@@ -605,7 +648,7 @@ def fit_sheffet_sketch(
         if gamma <= 1.0:
             eps_cert, alpha = math.inf, math.nan
         else:
-            eps_cert, alpha = mixing_epsilon(gamma, k, delta)
+            eps_cert, alpha = _mixing_epsilon_cached(gamma, k, delta)
     noise = math.sqrt(gamma)
     M = sketch_gram(
         A,
