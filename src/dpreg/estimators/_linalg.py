@@ -71,10 +71,11 @@ def _kernel() -> Any:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def certified_cholesky_solve(A, shift, b, theta, certified, margin):
+    def certified_cholesky_solve(A, shift, b, theta, certified, margin, interleave=True):
         # A (m, d, d) symmetric (lower triangle read), shift (m,) added to the diagonal,
         # b (m, d); writes theta (m, d) and certified (m,) (True: the rule's regular branch
-        # is proven and theta solves A + shift I).
+        # is proven and theta solves A + shift I). interleave=False: the factor one row at
+        # a time (the reference of the interleaved loop: the same bits, tested).
         m, d = b.shape
         u = np.finfo(np.float64).eps / 2.0
         L = np.zeros((d, d))
@@ -95,11 +96,31 @@ def _kernel() -> Any:
                     break
                 ljj = np.sqrt(s)
                 L[j, j] = ljj
-                for i in range(j + 1, d):
+                # rows below j, four at a time: four independent sums in flight, each
+                # with the operations of the one-row loop in the same order (same bits)
+                i = j + 1
+                while interleave and i + 3 < d:
+                    s0 = A[t, i, j]
+                    s1 = A[t, i + 1, j]
+                    s2 = A[t, i + 2, j]
+                    s3 = A[t, i + 3, j]
+                    for k in range(j):
+                        ljk = L[j, k]
+                        s0 -= L[i, k] * ljk
+                        s1 -= L[i + 1, k] * ljk
+                        s2 -= L[i + 2, k] * ljk
+                        s3 -= L[i + 3, k] * ljk
+                    L[i, j] = s0 / ljj
+                    L[i + 1, j] = s1 / ljj
+                    L[i + 2, j] = s2 / ljj
+                    L[i + 3, j] = s3 / ljj
+                    i += 4
+                while i < d:
                     s = A[t, i, j]
                     for k in range(j):
                         s -= L[i, k] * L[j, k]
                     L[i, j] = s / ljj
+                    i += 1
             if not ok:
                 continue
             upper = 0.0  # ||A + shift I||_inf from the lower triangle, mirrored
