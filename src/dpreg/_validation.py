@@ -258,6 +258,83 @@ def _scan_kernel() -> Any:
     return scan_rows
 
 
+#: :func:`check_bounded_design_gram` takes the fused compiled pass (validation and Gram)
+#: from this many trials on: the number from which the estimators' solvers load numba
+#: anyway (``dpreg.estimators._linalg.COMPILED_MIN_BATCH``), so the choice depends on the
+#: call's arguments only, never on what the process has imported.
+GRAM_COMPILED_MIN_TRIALS = 64
+_GRAM_BLOCK = 128  # rows per transposed block of the fused pass (128 x 24 floats: L1)
+
+
+@functools.cache
+def _scan_gram_kernel() -> Any:
+    """Compile (or load from numba's cache) the fused row scan and Gram kernel."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+    def scan_gram(X, y, G, block):  # pragma: no cover - compiled; tested against numpy
+        # One pass over the rows of [X y] in blocks of `block` rows, each copied transposed
+        # into T (columns contiguous, zero-padded to a multiple of 3): the scan of
+        # scan_rows (squared row norms of X, |y|, finiteness) and the upper triangle of
+        # G += T T' in 3 x 3 tiles (nine independent sums in registers). Only
+        # reassociation and fused multiply-adds are allowed (no assumption that values
+        # are finite): sums are reordered, NaN and inf still propagate and compare.
+        n, d = X.shape
+        P = G.shape[0]  # d + 1 rounded up to a multiple of 3
+        T = np.zeros((P, block))
+        norms = np.empty(block)
+        worst_x = 0.0
+        worst_y = 0.0
+        finite = True
+        for i0 in range(0, n, block):
+            m = min(block, n - i0)
+            for r in range(m):
+                for j in range(d):
+                    T[j, r] = X[i0 + r, j]
+                T[d, r] = y[i0 + r]
+            for r in range(m):
+                norms[r] = 0.0
+            for j in range(d):
+                for r in range(m):
+                    norms[r] += T[j, r] * T[j, r]
+            for r in range(m):
+                s = norms[r]
+                a = abs(T[d, r])
+                if not (s < np.inf and a < np.inf):
+                    finite = False
+                if s > worst_x:
+                    worst_x = s
+                if a > worst_y:
+                    worst_y = a
+            for j in range(0, P, 3):
+                for k in range(j, P, 3):
+                    s00 = s01 = s02 = s10 = s11 = s12 = s20 = s21 = s22 = 0.0
+                    for r in range(m):
+                        a0, a1, a2 = T[j, r], T[j + 1, r], T[j + 2, r]
+                        b0, b1, b2 = T[k, r], T[k + 1, r], T[k + 2, r]
+                        s00 += a0 * b0
+                        s01 += a0 * b1
+                        s02 += a0 * b2
+                        s10 += a1 * b0
+                        s11 += a1 * b1
+                        s12 += a1 * b2
+                        s20 += a2 * b0
+                        s21 += a2 * b1
+                        s22 += a2 * b2
+                    G[j, k] += s00
+                    G[j, k + 1] += s01
+                    G[j, k + 2] += s02
+                    G[j + 1, k] += s10
+                    G[j + 1, k + 1] += s11
+                    G[j + 1, k + 2] += s12
+                    G[j + 2, k] += s20
+                    G[j + 2, k + 1] += s21
+                    G[j + 2, k + 2] += s22
+        return worst_x, worst_y, finite
+
+    return scan_gram
+
+
 def _positive_or_none(value: Any) -> float | None:
     try:
         return check_positive(value, "bound")
@@ -266,9 +343,13 @@ def _positive_or_none(value: Any) -> float | None:
 
 
 def _bounded_design_compiled(
-    X: Any, y: Any, bound_X: Any, bound_y: Any
+    X: Any, y: Any, bound_X: Any, bound_y: Any, gram: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(X, y)`` if one compiled pass proves every check of the reference passes, else None.
+    r"""``(X, y)`` if one compiled pass proves every check of the reference passes, else None.
+
+    With ``gram`` (zeros of shape (P, P), P = d + 1 rounded up to a multiple of 3) the
+    pass is :func:`_scan_gram_kernel`'s and adds the upper triangle of
+    :math:`[X, y]^\top [X, y]` to ``gram`` (meaningful only when accepted).
 
     Accepts only C-contiguous float64 ``X`` (n, d) and contiguous float64 ``y`` (n,) with
     ``n >= d >= 1``, positive finite bounds, finite data and
@@ -299,7 +380,10 @@ def _bounded_design_compiled(
     bx, by = _positive_or_none(bound_X), _positive_or_none(bound_y)
     if bx is None or by is None:
         return None
-    worst_x, worst_y, finite = _scan_kernel()(X, y)
+    if gram is None:
+        worst_x, worst_y, finite = _scan_kernel()(X, y)
+    else:
+        worst_x, worst_y, finite = _scan_gram_kernel()(X, y, gram, _GRAM_BLOCK)
     if not finite:
         return None
     band = 1.0 - 4.0 * (d + 1) * np.finfo(np.float64).eps
@@ -367,3 +451,88 @@ def check_bounded_design(
         X, y = accepted
     n, d = X.shape  # per trial: Gram-sized releases and one residual per row
     return X, y, check_trials(trials, bytes_per_trial=8 * (3 * d * d + n + 4 * d)), check_rng(rng)
+
+
+def _blas_gram(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    r""":math:`[X, y]^\top [X, y]` from the unstacked blocks by BLAS (the reference)."""
+    d = X.shape[1]
+    gram = np.empty((d + 1, d + 1))
+    gram[:d, :d] = X.T @ X
+    xty = X.T @ y
+    gram[:d, d] = xty
+    gram[d, :d] = xty
+    gram[d, d] = y @ y
+    return gram
+
+
+def check_bounded_design_gram(
+    X: Any,
+    y: Any,
+    *,
+    bound_X: Any,
+    bound_y: Any,
+    trials: Any,
+    rng: Any,
+    method: str = "auto",
+) -> tuple[np.ndarray, np.ndarray, int, np.random.Generator, np.ndarray]:
+    r""":func:`check_bounded_design` and the Gram matrix :math:`[X, y]^\top [X, y]`.
+
+    ``method="compiled"`` (``"auto"``: from :data:`GRAM_COMPILED_MIN_TRIALS` trials and
+    :data:`COMPILED_MIN_ELEMENTS` entries of ``[X, y]`` on) reads the rows once: the
+    validation of :func:`_bounded_design_compiled` and the Gram's upper triangle in the
+    same compiled pass (:func:`_scan_gram_kernel`), mirrored. Otherwise, or whenever the
+    pass does not accept, the reference: :func:`check_bounded_design` then
+    :math:`X^\top X`, :math:`X^\top y`, :math:`y^\top y` by BLAS. The arrays returned
+    and the errors raised are the reference's; the Gram matrices agree to round-off
+    (the sums are taken in another order; ``tests/unit/test_validation_fused.py``). The
+    choice depends on the arguments only.
+
+    Returns
+    -------
+    X, y, trials, rng
+        As :func:`check_bounded_design`.
+    gram : ndarray, shape (d + 1, d + 1)
+        Exactly symmetric.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X, y = np.full((4, 2), 0.5), np.ones(4)
+    >>> check_bounded_design_gram(X, y, bound_X=1.0, bound_y=1.0, trials=2,
+    ...                           rng=np.random.default_rng(0), method="compiled")[4]
+    array([[1., 1., 2.],
+           [1., 1., 2.],
+           [2., 2., 4.]])
+    """
+    check_choice(method, "method", VALIDATION_METHODS)
+    accepted = None
+    compiled = method == "compiled" or (
+        method == "auto"
+        and isinstance(trials, int | np.integer)
+        and not isinstance(trials, bool)
+        and trials >= GRAM_COMPILED_MIN_TRIALS
+        and isinstance(X, np.ndarray)
+        and X.ndim == 2
+        and X.shape[0] * (X.shape[1] + 1) >= COMPILED_MIN_ELEMENTS
+    )
+    if compiled and isinstance(X, np.ndarray) and X.ndim == 2:
+        D = X.shape[1] + 1
+        P = D + (-D) % 3
+        tiles = np.zeros((P, P))
+        accepted = _bounded_design_compiled(X, y, bound_X, bound_y, gram=tiles)
+    if accepted is None:
+        X, y, trials, rng = check_bounded_design(
+            X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng, method="reference"
+        )
+        return X, y, trials, rng, _blas_gram(X, y)
+    X, y = accepted
+    upper = np.triu(tiles[:D, :D])
+    gram = upper + np.triu(upper, 1).T
+    n, d = X.shape
+    return (
+        X,
+        y,
+        check_trials(trials, bytes_per_trial=8 * (3 * d * d + n + 4 * d)),
+        check_rng(rng),
+        gram,
+    )

@@ -244,7 +244,6 @@ def test_estimators_equal_their_reference_path(name, monkeypatch):
             np.testing.assert_array_equal(fast.diagnostics[key], ref.diagnostics[key])
 
 
-
 @pytest.mark.parametrize("d", [1, 3, 4, 5, 8, 9, 26, 40])
 def test_interleaved_cholesky_has_the_bits_of_the_row_by_row_loop(d):
     """Four rows in flight in the compiled factorisation change no bit of any result."""

@@ -329,32 +329,44 @@ def test_released_sketch_gram_gives_theta(name):
 
 
 def test_unstacked_gram_equals_the_stacked_reference():
-    """The fast Gram (no [X, y] copy) equals the column_stack reference to round-off."""
-    from dpreg.estimators.sketch import _design_gram, _stacked_gram
+    """Both Gram paths of _prepare (compiled pass, BLAS blocks) equal the stacked reference."""
+    from dpreg._validation import check_bounded_design_gram
+    from dpreg.estimators.sketch import _stacked_gram
 
-    for seed, (n, d) in enumerate([(1, 1), (7, 3), (2000, 4), (5000, 20)]):
+    for seed, (n, d) in enumerate([(1, 1), (7, 3), (2000, 4), (5000, 20), (300, 8)]):
         rng = np.random.default_rng(seed)
         X, y = rng.normal(size=(n, d)), rng.normal(size=n)
         scale = math.sqrt(2.0) * (1 + seed)
-        fast, ref = _design_gram(X, y, scale), _stacked_gram(X, y, scale)
+        ref = _stacked_gram(X, y, scale)
         # each entry is a sum of n products: |fast - ref| <= 2 gamma_n sum |a_i||b_i|
         absolute = np.abs(np.column_stack([X, y])) / scale
-        tol = 4 * n * np.finfo(float).eps * (absolute.T @ absolute)
-        assert np.all(np.abs(fast - ref) <= tol)
-        np.testing.assert_array_equal(fast, fast.T)
+        tol = 4 * (n + 2) * np.finfo(float).eps * (absolute.T @ absolute)
+        for method in ("compiled", "reference"):
+            gram = check_bounded_design_gram(
+                X, y, bound_X=1e3, bound_y=1e3, trials=1, rng=rng, method=method
+            )[4] / (scale * scale)
+            assert np.all(np.abs(gram - ref) <= tol), method
+            np.testing.assert_array_equal(gram, gram.T)
 
 
 @pytest.mark.parametrize("fit", [fit_linear_mixing, fit_sheffet_sketch])
 @pytest.mark.parametrize("sampler", ["wishart", "direct"])
-def test_fast_gram_gives_the_reference_fits_to_round_off(fit, sampler, monkeypatch):
-    """Same seed, same draws: the fits of the fast and reference Gram agree to round-off."""
+def test_compiled_gram_gives_the_reference_fits_to_round_off(fit, sampler, monkeypatch):
+    """Same seed, same draws: the fits of the compiled and BLAS Gram agree to round-off."""
+    import functools
+
     import dpreg.estimators.sketch as sketch
 
-    X, y = _data(seed=5, n=3000, d=5)
+    X, y = _data(seed=5, n=6000, d=5)  # n (d + 1) >= COMPILED_MIN_ELEMENTS
     kwargs = dict(budget=ApproxDP(1.0, 1e-6), trials=64, sampler=sampler)
-    fast = fit(X, y, rng=np.random.default_rng(11), **kwargs)
-    monkeypatch.setattr(sketch, "_design_gram", sketch._stacked_gram)
+    fast = fit(X, y, rng=np.random.default_rng(11), **kwargs)  # 64 trials: compiled pass
+    real = sketch.check_bounded_design_gram
+    monkeypatch.setattr(
+        sketch, "check_bounded_design_gram", functools.partial(real, method="reference")
+    )
     ref = fit(X, y, rng=np.random.default_rng(11), **kwargs)
+    if sampler == "wishart":  # the sketch is drawn from the Gram: the two paths did run
+        assert not np.array_equal(fast.theta, ref.theta)
     np.testing.assert_allclose(fast.theta, ref.theta, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(
         fast.diagnostics["sketch_gram"], ref.diagnostics["sketch_gram"], rtol=1e-9, atol=1e-12

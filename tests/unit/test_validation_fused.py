@@ -151,3 +151,83 @@ def test_method_is_checked_and_auto_takes_the_compiled_pass(monkeypatch):
     assert calls == [1]  # numba is loaded (by the kernel above): auto compiles
     check_bounded_design(X, y, bound_X=1.0, bound_y=1.0, trials=1, rng=np.random.default_rng(0))
     assert calls == [1]  # small: the numpy reference
+
+
+def _gram_outcome(X, y, bound_X, bound_y, method):
+    from dpreg._validation import check_bounded_design_gram
+
+    try:
+        Xo, yo, _, _, gram = check_bounded_design_gram(
+            X,
+            y,
+            bound_X=bound_X,
+            bound_y=bound_y,
+            trials=3,
+            rng=np.random.default_rng(0),
+            method=method,
+        )
+    except (TypeError, ValueError) as err:
+        return type(err), str(err)
+    return "ok", Xo, yo, gram
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    X=arrays(np.float64, st.tuples(st.integers(1, 300), st.integers(1, 8)), elements=_values),
+    data=st.data(),
+    bound_X=st.one_of(st.floats(0.1, 5.0), st.sampled_from([0.0, math.inf])),
+)
+def test_fused_gram_pass_equals_reference(X, data, bound_X):
+    """Compiled validation + Gram against the numpy checks + BLAS: same decisions, same
+    errors, Gram equal to round-off (every d mod 3, n across the 128-row blocks)."""
+    n = X.shape[0]
+    y = data.draw(arrays(np.float64, (n,), elements=_values), label="y")
+    ref = _gram_outcome(X, y, bound_X, 2.0, "reference")
+    fused = _gram_outcome(X, y, bound_X, 2.0, "compiled")
+    assert ref[0] == fused[0]
+    if ref[0] != "ok":
+        assert ref[1] == fused[1]
+        return
+    np.testing.assert_array_equal(ref[1], fused[1])
+    np.testing.assert_array_equal(ref[2], fused[2])
+    A = np.abs(np.column_stack([X, y]))
+    tol = 4 * (n + 2) * np.finfo(float).eps * (A.T @ A)  # two sums of n products
+    assert np.all(np.abs(fused[3] - ref[3]) <= tol)
+    np.testing.assert_array_equal(fused[3], fused[3].T)
+
+
+def test_fused_gram_pass_is_taken_by_auto_from_64_trials(monkeypatch):
+    from dpreg._validation import GRAM_COMPILED_MIN_TRIALS, check_bounded_design_gram
+
+    calls = []
+    kernel = _validation._scan_gram_kernel()
+
+    def spy(*args):
+        calls.append(1)
+        return kernel(*args)
+
+    monkeypatch.setattr(_validation, "_scan_gram_kernel", lambda: spy)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-0.2, 0.2, size=(_validation.COMPILED_MIN_ELEMENTS // 4, 3))
+    y = rng.uniform(-1, 1, size=X.shape[0])
+    for trials, expected in ((GRAM_COMPILED_MIN_TRIALS - 1, []), (GRAM_COMPILED_MIN_TRIALS, [1])):
+        calls.clear()
+        gram = check_bounded_design_gram(X, y, bound_X=1.0, bound_y=1.0, trials=trials, rng=rng)[4]
+        assert calls == expected
+        np.testing.assert_allclose(gram, np.column_stack([X, y]).T @ np.column_stack([X, y]))
+
+
+@pytest.mark.parametrize("n", [1, 2, 127, 128, 129, 300, 1000])
+@pytest.mark.parametrize("d", [1, 2, 3, 4, 5, 6, 7, 20, 26])
+def test_fused_gram_on_accepted_designs(n, d):
+    """Every block split and every padding of d + 1 to a multiple of 3, data accepted."""
+    if n < d:
+        return
+    rng = np.random.default_rng(100 * n + d)
+    X = rng.uniform(-1, 1, size=(n, d)) / math.sqrt(d)
+    y = rng.uniform(-1, 1, size=n)
+    fused = _gram_outcome(X, y, 1.0, 1.0, "compiled")
+    assert fused[0] == "ok"
+    A = np.column_stack([X, y])
+    tol = 4 * (n + 2) * np.finfo(float).eps * (np.abs(A).T @ np.abs(A))
+    assert np.all(np.abs(fused[3] - A.T @ A) <= tol)

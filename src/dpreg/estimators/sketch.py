@@ -49,7 +49,7 @@ import math
 
 import numpy as np
 
-from dpreg._validation import check_bounded_design, check_choice, check_probability
+from dpreg._validation import check_bounded_design_gram, check_choice, check_probability
 from dpreg.estimators._linalg import solve_symmetric_batch
 from dpreg.estimators.gram_sketch import GramFactor, direct_sketch_gram, sample_sketch_gram
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
@@ -251,25 +251,6 @@ def _stacked_gram(X: np.ndarray, y: np.ndarray, scale: float) -> np.ndarray:
     return A.T @ A
 
 
-def _design_gram(X: np.ndarray, y: np.ndarray, scale: float) -> np.ndarray:
-    r""":math:`A^\top A` for :math:`A = [X, y]/s` from the unstacked blocks.
-
-    :math:`X^\top X` (BLAS ``syrk``), :math:`X^\top y` and :math:`y^\top y` divided by
-    :math:`s^2`: no :math:`n \times (d+1)` copy of the data; equal to
-    :func:`_stacked_gram` to round-off (the scaling is applied after the sums, not
-    before; ``tests/unit/test_sketch.py``).
-    """
-    d = X.shape[1]
-    gram = np.empty((d + 1, d + 1))
-    gram[:d, :d] = X.T @ X
-    xty = X.T @ y
-    gram[:d, d] = xty
-    gram[d, :d] = xty
-    gram[d, d] = y @ y
-    gram /= scale * scale
-    return gram
-
-
 def _prepare(X, y, budget, rng, trials, bound_X, bound_y, sampler):
     """Shared validation and normalisation: A = [X, y] / sqrt(C_X^2 + C_Y^2).
 
@@ -277,13 +258,16 @@ def _prepare(X, y, budget, rng, trials, bound_X, bound_y, sampler):
     sampler, which needs the Gram matrix only).
     """
     epsilon, delta = check_approx_dp_budget(budget)
-    X, y, trials, rng = check_bounded_design(
+    # validation and [X, y]'[X, y] in one compiled pass over the rows from 64 trials on,
+    # else the numpy checks and BLAS on the unstacked blocks (no [X, y] copy): equal to
+    # the stacked reference _stacked_gram to round-off (tests/unit/test_sketch.py)
+    X, y, trials, rng, gram = check_bounded_design_gram(
         X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
     )
     check_choice(sampler, "sampler", SAMPLERS)
     scale = math.sqrt(float(bound_X) ** 2 + float(bound_y) ** 2)
     A = np.column_stack([X, y]) / scale if sampler == "direct" else None
-    gram = _design_gram(X, y, scale)
+    gram = gram / (scale * scale)
     gram = 0.5 * (gram + gram.T)
     w, V = np.linalg.eigh(gram)
     # Fix the eigenvector signs (largest-|entry| positive) so that draws are a
