@@ -523,3 +523,38 @@ def test_bad_yty_share_is_refused_by_name(share):
     with pytest.raises((ValueError, TypeError), match="yty_share"):
         fit_adassp(X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(0),
                    bound_X=1.0, bound_y=1.0, yty_share=share)  # fmt: skip
+
+
+def test_fused_statistics_pass_equals_the_blas_path(monkeypatch):
+    """From 64 trials the statistics come from the compiled pass: same draws, same noise
+    and budget, estimates equal to round-off; below it, X'X and X'y by BLAS, bit for bit."""
+    import functools
+
+    import dpreg.estimators.adassp as adassp_module
+    from dpreg.estimators.adassp import adassp_release, check_adassp_options
+
+    rng = np.random.default_rng(8)
+    n, d = 6000, 6
+    X = rng.uniform(-1, 1, size=(n, d)) / np.sqrt(d)
+    y = np.clip(X @ rng.normal(size=d) + 0.1 * rng.normal(size=n), -1, 1)
+    kwargs = dict(budget=ApproxDP(1.0, 1e-6), bound_X=1.0, bound_y=1.0, yty_share=0.1)
+    fast = fit_adassp(X, y, rng=np.random.default_rng(3), trials=64, **kwargs)
+    real = adassp_module.check_bounded_design_gram
+    monkeypatch.setattr(
+        adassp_module, "check_bounded_design_gram", functools.partial(real, method="reference")
+    )
+    ref = fit_adassp(X, y, rng=np.random.default_rng(3), trials=64, **kwargs)
+    assert not np.array_equal(fast.theta, ref.theta)  # the compiled pass did run
+    np.testing.assert_allclose(fast.theta, ref.theta, rtol=1e-9, atol=1e-12)
+    for key in ("xtx_noisy", "xty_noisy", "yty_noisy", "ridge"):
+        np.testing.assert_allclose(fast.diagnostics[key], ref.diagnostics[key], rtol=1e-12)
+    assert fast.budget_spent == ref.budget_spent
+    for key in ("sigma_lambda_min", "sigma_xtx", "sigma_xty", "sigma_yty"):
+        assert fast.diagnostics[key] == ref.diagnostics[key]
+    # the BLAS path is the former computation, bit for bit
+    options = check_adassp_options(kwargs["budget"], None, "analytic", "paper", 0.1)
+    direct = adassp_release(
+        X.T @ X, X.T @ y, float(y @ y), rng=np.random.default_rng(3), trials=64,
+        budget=kwargs["budget"], bound_X=1.0, bound_y=1.0, **options,
+    )  # fmt: skip
+    np.testing.assert_array_equal(ref.theta, direct.theta)
