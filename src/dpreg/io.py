@@ -194,7 +194,11 @@ def read_prepared_table(path: str | os.PathLike[str]) -> pd.DataFrame:
     """
     path = Path(path)
     meta_path = path.with_suffix(".json")  # x.test.parquet -> x.test.json
-    rule = "prepare_test_rows" if path.name.endswith(".test.parquet") else "prepare_dataset"
+    rule = (
+        "prepare_dataset_with_test_rows"
+        if path.name.endswith(".test.parquet")
+        else "prepare_dataset"
+    )
     rebuild = (
         f"delete it (and {meta_path.name}) and rerun snakemake, or add"
         f" `--forcerun {path}` to your snakemake command (the {rule} rule rebuilds it)"

@@ -328,7 +328,9 @@ def test_test_table_round_trip_and_damage(data_mirror, tmp_path):
     damaged = bytearray(a.read_bytes())
     damaged[len(damaged) // 2] ^= 0xFF
     a.write_bytes(bytes(damaged))
-    with pytest.raises(ValueError, match=r"servo.test.parquet is damaged.*prepare_test_rows"):
+    with pytest.raises(
+        ValueError, match=r"servo.test.parquet is damaged.*prepare_dataset_with_test_rows"
+    ):
         read_prepared_table(a)
     # An empty test table round-trips too.
     empty, meta = _prepare("air", {"loader": "airfoil"}, data_mirror, tmp_path, "test")

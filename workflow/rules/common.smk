@@ -144,6 +144,24 @@ def dataset_files(wildcards):
     return {"user_table": options["path"], "codebook": options["codebook"]}
 
 
+def test_row_datasets():
+    """The datasets read by a study whose kind has uses_test_rows, sorted."""
+    return sorted(
+        {
+            name
+            for study, spec in config["studies"].items()
+            if get_kind(spec["kind"]).uses_test_rows
+            for name in study_datasets(config, study)
+        }
+    )
+
+
+def test_row_dataset_pattern():
+    """The dataset wildcard of prepare_dataset_with_test_rows: exactly those datasets."""
+    names = test_row_datasets()
+    return "|".join(names) if names else "(?!)"  # (?!): no dataset
+
+
 def dataset_seed(wildcards):
     return job_seed(config["seed"], {"dataset": wildcards.dataset})
 

@@ -1,12 +1,18 @@
-# Stage "data": verified acquisition (mirror first, sha256 checked) and preprocessing.
+# Stage "data": verified acquisition (mirror first, sha256 checked), preprocessing, and
+# the non-private reference of each dataset.
 
 
+# One job per dataset: the prepared table, and the non-private OLS (and 2SLS, where the
+# dataset has instruments) reference with standard errors (statsmodels), computed from the
+# table as written. They were separate jobs (and the test rows a third), each mostly Python
+# start-up (docs/scaling.md, "Fewer, larger jobs").
 rule prepare_dataset:
     input:
         unpack(dataset_files),
     output:
         table="resources/data/{dataset}.parquet",
         meta="resources/data/{dataset}.json",
+        reference="results/references/{dataset}.json",
     log:
         "logs/data/{dataset}.log",
     conda:
@@ -22,26 +28,23 @@ rule prepare_dataset:
         "../scripts/prepare_dataset.py"
 
 
-# The rows held out of the prepared table (same spec and seed, so the same split),
-# transformed with the training rows' statistics; requested only by the chunks of a study
-# whose kind has uses_test_rows (chunk_input in common.smk). A dataset that holds no rows
-# out gets an empty table (0 rows, n_test: 0 in the json). prepare_dataset is unchanged.
-rule prepare_test_rows:
-    input:
-        unpack(dataset_files),
+# The same job for a dataset read by a study whose kind has uses_test_rows
+# (test_row_datasets in common.smk): it also writes the rows held out of the prepared table
+# (same spec and seed, so the same split), transformed with the training rows' statistics.
+# A dataset that holds no rows out gets an empty table (0 rows, n_test: 0 in the json).
+# Other datasets never get test rows, so a study without them changes no job.
+use rule prepare_dataset as prepare_dataset_with_test_rows with:
     output:
-        table="resources/data/{dataset}.test.parquet",
-        meta="resources/data/{dataset}.test.json",
-    log:
-        "logs/data/{dataset}.test.log",
-    conda:
-        "../envs/dpreg.yaml"
-    # As prepare_dataset: the dataset's identity only, never where its files come from.
-    params:
-        spec=dataset_spec,
-        seed=dataset_seed,
-    script:
-        "../scripts/prepare_test_rows.py"
+        table="resources/data/{dataset}.parquet",
+        meta="resources/data/{dataset}.json",
+        reference="results/references/{dataset}.json",
+        test_table="resources/data/{dataset}.test.parquet",
+        test_meta="resources/data/{dataset}.test.json",
+    wildcard_constraints:
+        dataset=test_row_dataset_pattern(),
+
+
+ruleorder: prepare_dataset_with_test_rows > prepare_dataset
 
 
 # An example user table (docs/user-data.md): the data of an installed package written as a

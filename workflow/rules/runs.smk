@@ -15,7 +15,7 @@ rule run_chunk:
         "../envs/dpreg.yaml"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=2000,  # largest paper-scale job: 1,406 MB (workflow/profiles/slurm)
         runtime=30,
     params:
         run=chunk_params,

@@ -21,8 +21,8 @@ Coefficients fitted on the scaled rows map back to original units with
 
 With ``test_fraction`` > 0, ``floor(test_fraction * n)`` rows drawn by
 ``numpy.random.default_rng(seed).permutation(n)`` are held out (:func:`load_table_split`
-returns both parts; the workflow's ``prepare_test_rows`` writes them); the split depends
-on ``n`` and the seed only, and the held-out rows get the same public map and clipping.
+returns both parts; the workflow's ``prepare_dataset_with_test_rows`` writes them); the split
+depends on ``n`` and the seed only, and the held-out rows get the same public map and clipping.
 
 Examples
 --------
