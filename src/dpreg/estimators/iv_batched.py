@@ -48,6 +48,7 @@ the reference's batched BLAS products are the faster evaluation (measured: at
 :math:`p = q = 50` the compiled loops are about 3x slower), so the reference runs."""
 
 _ROWS = 256  # rows per block: the block's (p, rows) work array stays in the L1/L2 cache
+_DENSE = 8  # a block with more than 1/_DENSE of its rows clipped updates lane-wise
 
 
 @cache
@@ -67,6 +68,7 @@ def _kernel() -> Any:
         E = np.empty(_ROWS)
         F = np.empty(_ROWS)
         A = np.empty(_ROWS)
+        ACC = np.zeros((q, p, _ROWS))  # lane sums of the first stage's dense blocks
         for t in range(trials):
             Z = Zt[t]
             X = Xt[t]
@@ -79,6 +81,7 @@ def _kernel() -> Any:
                 for j in range(p):
                     if not math.isfinite(Th[m, j]):
                         finite = False
+            lanes = False
             if do1 and not finite:
                 for m in range(q):
                     for j in range(p):
@@ -160,16 +163,42 @@ def _kernel() -> Any:
                     for k in range(b):
                         a = A[k] if not A[k] <= clip1 else clip1
                         F[k] = clip1 / a
-                    for k in range(b):
-                        f = F[k]
-                        if finite:  # only the clipped rows correct Z'Z Theta - Z'X
-                            if f == 1.0:
-                                continue
-                            f = f - 1.0
+                    if finite:  # only the clipped rows correct Z'Z Theta - Z'X
+                        for k in range(b):
+                            F[k] -= 1.0
+                    if not finite or cnt * _DENSE > b:
+                        # many rows: lane-wise products, vectorised along the rows
+                        # (rows with F = 0 add exact zeros), summed at the trial's end
+                        lanes = True
+                        for j in range(p):
+                            wj = W[j]
+                            for k in range(b):
+                                wj[k] *= F[k]
                         for m in range(q):
-                            zf = Z[m, start + k] * f
+                            zm = Z[m]
                             for j in range(p):
-                                G1[t, m, j] += zf * W[j, k]
+                                acc = ACC[m, j]
+                                wj = W[j]
+                                for k in range(b):
+                                    acc[k] += zm[start + k] * wj[k]
+                    else:  # few clipped rows: a rank-one update each
+                        for k in range(b):
+                            f = F[k]
+                            if f == 0.0:
+                                continue
+                            for m in range(q):
+                                zf = Z[m, start + k] * f
+                                for j in range(p):
+                                    G1[t, m, j] += zf * W[j, k]
+            if lanes:
+                for m in range(q):
+                    for j in range(p):
+                        acc = ACC[m, j]
+                        s = 0.0
+                        for k in range(_ROWS):
+                            s += acc[k]
+                            acc[k] = 0.0
+                        G1[t, m, j] += s
 
     return gradients
 
