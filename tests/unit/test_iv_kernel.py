@@ -23,6 +23,7 @@ from dpreg.estimators.iv import (
     fit_dp_two_stage_gd_beta,
     fit_two_stage_gd,
 )
+from dpreg.estimators.iv_batched import FAST_MAX_WIDTH, BatchedIVGradients
 from dpreg.estimators.iv_kernel import CertifiedIVGradients, plain_recursion
 
 
@@ -178,10 +179,70 @@ def test_plain_recursion_reaches_the_fixed_point():
     np.testing.assert_allclose(beta, np.ones(3), atol=1e-12)
 
 
-def test_batched_data_use_the_reference():
-    Z, X, y, _ = _iv_data(11, 200, 2, 2, trials=3)
-    kw = dict(rho1=2.0, rho2=2.0, T=10, step_theta=1.0, step_beta=0.02, trials=3)
-    kw |= dict(clip_theta=5.0, clip_beta=5.0)
+# Clip levels from "almost every row clipped" to "almost none" (both stages).
+@pytest.mark.parametrize("clip", [0.3, 3.0, 30.0])
+def test_batched_kernel_gives_the_reference_sums_and_counts(clip):
+    """One data set per trial: the compiled pass equals _stage_gradients to rounding."""
+    Z, X, y, Theta = _iv_data(11, 300, 4, 3, trials=6)
+    d = _prepare(Z, X, y, 6)
+    rng = np.random.default_rng(2)
+    Th = Theta[None] + rng.normal(size=(6, 4, 3))
+    beta = rng.normal(size=(6, 3))
+    kernel = BatchedIVGradients(d.Z, d.X, d.y, d.zn, d.ZtZ, d.ZtX, d.Zty,
+                                clip_theta=clip, clip_beta=2.0 * clip)  # fmt: skip
+    G1, S2, c1, c2 = kernel(Th, beta)
+    g1, g2, f1, f2 = _stage_gradients(d, Th, beta, clip, 2.0 * clip)
+    G2 = (np.swapaxes(Th, 1, 2) @ S2[..., None])[..., 0]
+    np.testing.assert_allclose(G1 / 300, g1, rtol=0, atol=1e-12 * (1 + np.abs(g1).max()))
+    np.testing.assert_allclose(G2 / 300, g2, rtol=0, atol=1e-12 * (1 + np.abs(g2).max()))
+    np.testing.assert_array_equal(c1 / 300, f1)
+    np.testing.assert_array_equal(c2 / 300, f2)
+
+
+def test_batched_kernel_one_clipped_stage_and_non_finite_trials():
+    """An unclipped stage uses the sufficient statistics; a NaN/inf iterate gives the
+    reference's non-finite entries in its own trial only."""
+    Z, X, y, Theta = _iv_data(12, 200, 3, 1, trials=4)
+    d = _prepare(Z, X, y, 4)
+    Th = np.repeat(Theta[None], 4, axis=0)
+    Th[1, 0, 0], Th[2, 1, 0] = np.nan, np.inf
+    beta = np.ones((4, 1))
+    for clips in ((2.0, math.inf), (math.inf, 2.0), (2.0, 2.0)):
+        kernel = BatchedIVGradients(d.Z, d.X, d.y, d.zn, d.ZtZ, d.ZtX, d.Zty,
+                                    clip_theta=clips[0], clip_beta=clips[1])  # fmt: skip
+        G1, S2, c1, c2 = kernel(Th, beta)
+        with np.errstate(invalid="ignore", over="ignore"):
+            g1, g2, f1, f2 = _stage_gradients(d, Th, beta, *clips)
+            G2 = (np.swapaxes(Th, 1, 2) @ S2[..., None])[..., 0]
+        for fast, ref in ((G1 / 200, g1), (G2 / 200, g2)):
+            np.testing.assert_array_equal(np.isfinite(fast), np.isfinite(ref))
+            ok = np.isfinite(ref)
+            tol = 1e-12 * (1 + np.abs(ref[ok]).max())
+            np.testing.assert_allclose(fast[ok], ref[ok], rtol=0, atol=tol)
+        np.testing.assert_array_equal(c1 / 200, f1)
+        np.testing.assert_array_equal(c2 / 200, f2)
+
+
+@pytest.mark.parametrize("fit", [fit_dp_two_stage_gd, fit_dp_two_stage_gd_beta])
+def test_batched_data_fast_kernel_gives_the_reference_fit(fit):
+    """Same draws, same output to rounding, same clip counts, scales and budget."""
+    Z, X, y, _ = _iv_data(11, 200, 3, 2, trials=5)
+    kw = dict(rho2=2.0, T=30, step_theta=1.0, step_beta=0.02, trials=5, clip_beta=20.0)
+    if fit is fit_dp_two_stage_gd:
+        kw |= dict(rho1=2.0, clip_theta=8.0)
+    fast = fit(Z, X, y, rng=np.random.default_rng(1), kernel="fast", **kw)
+    rows = fit(Z, X, y, rng=np.random.default_rng(1), kernel="rows", **kw)
+    assert 0 < np.mean(rows.nonprivate_diagnostics["clip_fraction_beta"]) < 1
+    _assert_same_fit(fast, rows)
+
+
+def test_batched_data_above_the_width_use_the_reference():
+    """q * p > FAST_MAX_WIDTH: the batched BLAS products of the reference run (bitwise)."""
+    q = p = 9
+    assert q * p > FAST_MAX_WIDTH
+    Z, X, y, _ = _iv_data(11, 60, q, p, trials=2)
+    kw = dict(rho1=2.0, rho2=2.0, T=4, step_theta=1.0, step_beta=0.02, trials=2)
+    kw |= dict(clip_theta=50.0, clip_beta=50.0)
     fast = fit_dp_two_stage_gd(Z, X, y, rng=np.random.default_rng(1), kernel="fast", **kw)
     rows = fit_dp_two_stage_gd(Z, X, y, rng=np.random.default_rng(1), kernel="rows", **kw)
     np.testing.assert_array_equal(fast.theta, rows.theta)

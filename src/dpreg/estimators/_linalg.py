@@ -54,6 +54,8 @@ from typing import Any
 
 import numpy as np
 
+from dpreg.estimators._stacked import distinct_matrices, eigvalsh_stacked
+
 __all__ = ["COMPILED_MIN_BATCH", "SOLVE_METHODS", "solve_symmetric_batch", "symmetric_from_upper"]
 
 SOLVE_METHODS = ("auto", "fast", "reference")
@@ -61,6 +63,10 @@ SOLVE_METHODS = ("auto", "fast", "reference")
 #: ``method="auto"`` compiles from this many systems (trials) on: below it, numba's one-off
 #: load in a fresh process (about 0.4 s of CPU) costs more than the kernels save.
 COMPILED_MIN_BATCH = 64
+
+# Batches from this many systems look for repeated matrices first (below it the look-up
+# costs more than the eigenvalue problems it could save).
+_DISTINCT_MIN = 8
 
 _MARGIN = 1024.0  # safety factor of the certificate over the rule's cut-off d * eps
 
@@ -201,9 +207,14 @@ def _shifted(A: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
 
 
 def _reference(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Apply the rule as stated: ``eigvalsh`` of every system, then ``solve`` or ``pinv``."""
+    """Apply the rule as stated: ``eigvalsh`` of every system, then ``solve`` or ``pinv``.
+
+    ``eigvalsh`` and ``pinv`` run once per distinct matrix of the batch (the bootstrap
+    solves one matrix against many right-hand sides): the same bits as per system
+    (:mod:`dpreg.estimators._stacked`).
+    """
     d = A.shape[-1]
-    eig = np.linalg.eigvalsh(A)
+    eig = eigvalsh_stacked(A) if A.shape[0] >= _DISTINCT_MIN else np.linalg.eigvalsh(A)
     magnitude = np.abs(eig)
     rcond = d * np.finfo(np.float64).eps
     singular = magnitude.min(axis=1) <= rcond * magnitude.max(axis=1)
@@ -214,7 +225,8 @@ def _reference(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
         broken = regular & ~np.all(np.isfinite(theta), axis=1)
         singular = singular | broken
     if singular.any():
-        pinv = np.linalg.pinv(A[singular], rcond=rcond, hermitian=True)
+        unique, index = distinct_matrices(A[singular])
+        pinv = np.linalg.pinv(unique, rcond=rcond, hermitian=True)[index]
         theta[singular] = np.einsum("tij,tj->ti", pinv, b[singular])
     return theta, singular, eig
 

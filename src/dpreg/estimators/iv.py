@@ -62,6 +62,7 @@ from dpreg._validation import (
     check_rng,
     check_trials,
 )
+from dpreg.estimators.iv_batched import FAST_MAX_WIDTH, BatchedIVGradients
 from dpreg.estimators.iv_kernel import CertifiedIVGradients, plain_recursion
 from dpreg.privacy.budgets import ZCDP
 from dpreg.privacy.gaussian import gaussian_zcdp, zcdp_gaussian_sigma
@@ -82,7 +83,8 @@ __all__ = [
 ]
 
 KERNELS: tuple[str, ...] = ("auto", "fast", "rows")
-"""Gradient kernels: ``"fast"`` (certified, :mod:`dpreg.estimators.iv_kernel`), ``"rows"``
+"""Gradient kernels: ``"fast"`` (certified, :mod:`dpreg.estimators.iv_kernel`, on shared
+data; one compiled pass, :mod:`dpreg.estimators.iv_batched`, on batched data), ``"rows"``
 (the reference), ``"auto"`` (``"fast"`` from :data:`AUTO_MIN_WORK` row-trial-steps)."""
 
 AUTO_MIN_WORK = 1 << 22
@@ -551,11 +553,13 @@ def _iterate(
 ) -> dict[str, Any]:
     """Run the simultaneous two-stage recursion; the one code path of Algorithms 1-3.
 
-    ``kernel="fast"`` (or ``"auto"`` from :data:`AUTO_MIN_WORK`) on shared data with a
-    clipped stage evaluates the clipped gradients with
-    :class:`dpreg.estimators.iv_kernel.CertifiedIVGradients` (equal to the reference
-    :func:`_stage_gradients` up to rounding); without clipping and noise ``"fast"`` and
-    ``"auto"`` run the compiled recursion; otherwise the reference runs.
+    ``kernel="fast"`` (or ``"auto"`` from :data:`AUTO_MIN_WORK`) with a clipped stage
+    evaluates the clipped gradients with
+    :class:`dpreg.estimators.iv_kernel.CertifiedIVGradients` on shared data, with
+    :class:`dpreg.estimators.iv_batched.BatchedIVGradients` on batched data with
+    ``q * p <= FAST_MAX_WIDTH`` (both equal to the reference :func:`_stage_gradients` up
+    to rounding); without clipping and noise on shared data ``"fast"`` and ``"auto"`` run
+    the compiled recursion; otherwise the reference runs.
 
     Noise draws, per step t: ``Xi`` as ``rng.standard_normal((trials, q, p))`` if
     ``lambda1 > 0``, then ``nu`` as ``rng.standard_normal((trials, p))`` if
@@ -626,9 +630,11 @@ def _plain_run(
 def _gradient_function(d: _Design, clip_theta: float, clip_beta: float, kernel: str):
     """Return the step's clipped-gradient means as a function of (Theta, beta)."""
     clipped = math.isfinite(clip_theta) or math.isfinite(clip_beta)
-    if kernel == "rows" or not d.shared or not clipped:
+    compiled = d.shared or d.q * d.p <= FAST_MAX_WIDTH
+    if kernel == "rows" or not clipped or not compiled:
         return lambda Theta, beta: _stage_gradients(d, Theta, beta, clip_theta, clip_beta)
-    certified = CertifiedIVGradients(
+    kernel_class = CertifiedIVGradients if d.shared else BatchedIVGradients
+    certified = kernel_class(
         d.Z, d.X, d.y, d.zn, d.ZtZ, d.ZtX, d.Zty, clip_theta=clip_theta, clip_beta=clip_beta
     )
     n = d.n
@@ -885,9 +891,11 @@ def fit_dp_two_stage_gd(
     return_path : bool, default True
         Keep the trajectories (``Fit.path``, ``diagnostics["theta_path"]``).
     kernel : {"auto", "fast", "rows"}, default "auto"
-        How the clipped gradients are evaluated on shared data: ``"fast"`` skips the
-        rows a certificate shows unclipped (:mod:`dpreg.estimators.iv_kernel`),
-        ``"rows"`` (the reference) visits every row, ``"auto"`` is ``"fast"`` when
+        How the clipped gradients are evaluated: ``"fast"`` skips, on shared data, the
+        rows a certificate shows unclipped (:mod:`dpreg.estimators.iv_kernel`) and, on
+        batched data with ``q * p <= 64``, evaluates them in one compiled pass
+        (:mod:`dpreg.estimators.iv_batched`); ``"rows"`` (the reference) visits every
+        row with numpy, ``"auto"`` is ``"fast"`` when
         ``n * trials * T >= AUTO_MIN_WORK`` (:math:`2^{22}`), else ``"rows"``. Same
         draws, same output to rounding, same clip counts.
 

@@ -54,6 +54,7 @@ import numpy as np
 
 from dpreg._validation import check_choice, check_probability, check_rng
 from dpreg.estimators._linalg import solve_symmetric_batch
+from dpreg.estimators._stacked import eigh_stacked, eigvalsh_stacked
 from dpreg.estimators.methods import PublicInputs
 from dpreg.inference.intervals import ConfidenceIntervals
 from dpreg.results import Fit
@@ -347,8 +348,11 @@ def _wishart(F: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _factor(S: np.ndarray) -> np.ndarray:
-    """``F`` with ``F F^T = S`` for PSD ``S`` (eigen square root; singular allowed)."""
-    w, V = np.linalg.eigh(S)
+    """``F`` with ``F F^T = S`` for PSD ``S`` (eigen square root; singular allowed).
+
+    One ``eigh`` per distinct matrix of the stack (:func:`eigh_stacked`: the same bits).
+    """
+    w, V = eigh_stacked(S)
     return V * np.sqrt(np.maximum(w, 0.0))[..., None, :]
 
 
@@ -503,7 +507,7 @@ def _sketch(
     gram[..., d, :d] = gxy
     gram[..., d, d] = gyy
     if linmix:
-        lam = np.linalg.eigvalsh(gram)[..., 0]
+        lam = eigvalsh_stacked(gram)[..., 0]  # one per distinct Gram (empirical: one)
         z = rng.standard_normal((t, B))
         lam_tilde = np.maximum(lam - D["eig_noise_std"] * (D["tau"] - z), 0.0)
         eta2_b = np.maximum(D["gamma"] - lam_tilde, 0.0)
