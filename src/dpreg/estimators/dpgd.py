@@ -23,7 +23,9 @@ The module is layered as the project's conventions ask:
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -48,11 +50,14 @@ CLIP_MODES = ("gradient", "residual")
 _BLOCK_ELEMENTS = 2**19
 _FAST_BLOCK_ELEMENTS = 2**17  # rows x parameters per block of the fast kernel
 _FAST_MIN_ROWS = 256
+_SPARSE_FRACTION = 0.5  # clipped rows' share of a block's work below which they are split off
 _CERTIFY_SLACK = 1e-9
 _METRIC_SLACK = 1e-6  # relative, on the certificate's two metric norms
 _METRIC_RIDGE = 1e-10  # relative to the largest eigenvalue of X'X/n
 CERTIFICATE_METRICS = ("design", "euclidean")
 _NOISE_BLOCK_ELEMENTS = 2**18
+_KERNEL_CACHE_SIZE = 2  # kernels kept (e.g. one dataset's gradient- and residual-clip ones)
+_KERNEL_CACHE: OrderedDict[tuple, ClippedGradientKernel] = OrderedDict()
 NEIGHBOURS = ("replace_one", "zero_out")
 KERNELS = ("fast", "rows")
 
@@ -61,6 +66,7 @@ __all__ = [
     "KERNELS",
     "NEIGHBOURS",
     "ClippedGradientKernel",
+    "clipped_gradient_kernel",
     "clipped_mean_gradient",
     "dp_gd_noise_std",
     "dp_gd_path",
@@ -179,15 +185,21 @@ class ClippedGradientKernel:
     sorted by :math:`\tau_i` (descending) and parameters by their distance to
     :math:`\theta_{\rm ref}`, so in every row block the certified parameters are a
     prefix and their Gram products over consecutive blocks are prefix sums. Only the
-    remaining pairs go through the two products; blocks where none of them is clipped
-    use the Gram product too.
+    remaining pairs go through the first product; blocks where none of them is clipped
+    then use the Gram product too, and blocks where few rows are clipped (for any of the
+    parameters) use it for the other rows, :math:`(G_b - \sum_{i\in H}(x_iB_i)a_i^\top)
+    [\theta; -1] + \sum_{i\in H} x_iB_i\,\mathrm{clip}(u_i)` over the set :math:`H` of
+    such rows (the same sum, regrouped); only the other blocks take the second product
+    over all their rows. A parameter repeated in every column (every run's
+    :math:`\theta_0 = 0`) is evaluated once.
 
     With ``clip = inf`` the averaged gradient is exactly
     :math:`\hat\Sigma\theta - X^\top y/n` (precomputed): :math:`O(d^2)` per parameter.
 
     ``pairs`` counts the (row, parameter) pairs handled so far by the certificate
-    (``"certified"``), by the Gram product of a block without clipping (``"gram"``) and
-    by the two products (``"dense"``).
+    (``"certified"``), by the Gram product of a block without clipping (``"gram"``), by
+    the Gram product with the clipped rows split off (``"sparse"``), by the two products
+    (``"dense"``) and as copies of a repeated parameter (``"shared"``).
 
     Parameters
     ----------
@@ -259,7 +271,8 @@ class ClippedGradientKernel:
         self.A[:, d] = ys * inv_Bs
         self.XB_T = np.ascontiguousarray((Xs * Bs[:, None]).T)
         self._layouts: dict[int, _BlockLayout] = {}
-        self.pairs = {"certified": 0, "gram": 0, "dense": 0}  # (row, parameter) pairs
+        # (row, parameter) pairs, by how they were handled
+        self.pairs = {"certified": 0, "gram": 0, "sparse": 0, "dense": 0, "shared": 0}
 
     def _layout(self, trials: int) -> _BlockLayout:
         layout = self._layouts.get(trials)
@@ -289,6 +302,11 @@ class ClippedGradientKernel:
         d, trials = theta.shape
         if math.isinf(self.clip):
             return self.gram @ theta - self.moment[:, None], np.zeros(trials)
+        if trials > 1 and not np.any(theta[:, 1:] != theta[:, :1]):
+            # one parameter repeated (e.g. every run's theta_0 = 0): evaluate it once
+            grad, frac = self(theta[:, :1])
+            self.pairs["shared"] += self.n * (trials - 1)
+            return np.repeat(grad, trials, axis=1), np.repeat(frac, trials)
         lay = self._layout(trials)
         dist = self._distance(theta)
         order = np.argsort(dist, kind="stable")
@@ -318,8 +336,21 @@ class ClippedGradientKernel:
                 continue
             W = np.clip(U, -1.0, 1.0, out=lay.w[: rows * width].reshape(rows, width))
             np.not_equal(U, W, out=flags[:rows, :width])
-            pairs["dense"] += rows * width
             count[lo:] += _column_counts(lay.lanes, rows)[:width]
+            # rows clipped for some parameter (columns past width are False: widths
+            # never shrink over the blocks of a call and flags are cleared per call)
+            hit = np.flatnonzero(lay.lanes[:rows].any(axis=1))
+            if hit.size * (width + d + 1) <= _SPARSE_FRACTION * rows * width:
+                # few such rows: the block's Gram product over the other rows (where
+                # W = U), plus the clipped rows' terms
+                rows_hit = start + hit
+                XB_hit = self.XB_T[:, rows_hit]
+                gram = lay.gram[k] - XB_hit @ self.A[rows_hit]
+                grad[:, lo:] += gram @ part
+                grad[:, lo:] += XB_hit @ W[hit]
+                pairs["sparse"] += rows * width
+                continue
+            pairs["dense"] += rows * width
             grad[:, lo:] += self.XB_T[:, start:stop] @ W
         out_grad = np.empty_like(grad)
         out_grad[:, order] = grad
@@ -327,6 +358,68 @@ class ClippedGradientKernel:
         out_count[order] = count
         out_grad /= self.n
         return out_grad, out_count / self.n
+
+
+def _digest(a: np.ndarray) -> bytes:
+    """sha256 of an array's float64 values in C order (the cache key of its contents)."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    return hashlib.sha256(memoryview(a).cast("B")).digest()
+
+
+def clipped_gradient_kernel(
+    X: np.ndarray,
+    y: np.ndarray,
+    clip: float,
+    *,
+    clip_mode: str = "gradient",
+    metric: str = "design",
+) -> ClippedGradientKernel:
+    r"""Return a :class:`ClippedGradientKernel` for ``(X, y, clip)``, built once and reused.
+
+    Building the kernel (the certificate's reference fit and radii, the sorted and scaled
+    copies of the data, the block Gram matrices) costs about as much as several gradient
+    evaluations; studies fit the same data many times (every epsilon, estimator variant
+    and seed block). The last two kernels are kept, keyed by the sha256 of the data's
+    values, ``clip``, ``clip_mode`` and ``metric``: a later call with equal data returns
+    the same object (whose gradients do not depend on how often it was called). The key
+    is the data themselves, so nothing private is decided by it; the kernel's ``pairs``
+    counters accumulate over its calls (take differences for one fit).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    y : ndarray, shape (n,)
+    clip : float
+    clip_mode : {"gradient", "residual"}, default "gradient"
+    metric : {"design", "euclidean"}, default "design"
+        As for :class:`ClippedGradientKernel`.
+
+    Returns
+    -------
+    ClippedGradientKernel
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(50, 2)), rng.normal(size=50)
+    >>> kernel = clipped_gradient_kernel(X, y, 1.0)
+    >>> kernel is clipped_gradient_kernel(X.copy(), y.copy(), 1.0)
+    True
+    >>> kernel is clipped_gradient_kernel(X, y, 2.0)
+    False
+    """
+    build = ClippedGradientKernel  # in the key: a replaced class (a test's) builds anew
+    key = (build, X.shape, _digest(X), _digest(y), float(clip), clip_mode, metric)
+    kernel = _KERNEL_CACHE.get(key)
+    if kernel is None:
+        kernel = build(X, y, clip, clip_mode=clip_mode, metric=metric)
+        _KERNEL_CACHE[key] = kernel
+        while len(_KERNEL_CACHE) > _KERNEL_CACHE_SIZE:
+            _KERNEL_CACHE.popitem(last=False)
+    else:
+        _KERNEL_CACHE.move_to_end(key)
+    return kernel
 
 
 def _certificate_factor(X: np.ndarray) -> np.ndarray | None:
@@ -552,7 +645,7 @@ def dp_gd_path(
     else:
         theta = np.array(np.broadcast_to(np.asarray(theta0, dtype=np.float64), (trials, d)).T)
     if kernel == "fast":
-        gradient = ClippedGradientKernel(X, y, clip, clip_mode=clip_mode)
+        gradient = clipped_gradient_kernel(X, y, clip, clip_mode=clip_mode)
     else:
         row_norms = np.linalg.norm(X, axis=1)
 
