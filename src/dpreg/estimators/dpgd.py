@@ -41,6 +41,7 @@ from dpreg._validation import (
     check_row_norm_bound,
     check_trials,
 )
+from dpreg.estimators.dpgd_kernel import clip_block
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, eps_to_zcdp, zcdp_to_approx_dp
 from dpreg.privacy.gaussian import gaussian_zcdp, zcdp_gaussian_sigma
@@ -319,8 +320,6 @@ class ClippedGradientKernel:
         cert = np.cumsum(np.bincount(first, minlength=trials + 1)[::-1])[::-1][1:]
         grad = np.einsum("jab,bj->aj", lay.gram_prefix[cert], ext)
         count = np.zeros(trials, dtype=np.int64)
-        flags = lay.flags
-        flags[:] = False
         pairs = self.pairs
         for k, (start, stop) in enumerate(lay.spans):
             lo = int(first[k])
@@ -330,16 +329,13 @@ class ClippedGradientKernel:
             rows, width = stop - start, trials - lo
             part = ext[:, lo:]
             U = np.matmul(self.A[start:stop], part, out=lay.u[: rows * width].reshape(rows, width))
-            if U.max() <= 1.0 and U.min() >= -1.0:  # no row clipped: two reductions, no writes
+            W = lay.w[: rows * width].reshape(rows, width)
+            # one pass: W = clip(U), clipped pairs counted, rows clipped somewhere flagged
+            if clip_block(U, W, count[lo:], lay.hit) == 0:  # W = U: the Gram product
                 grad[:, lo:] += lay.gram[k] @ part
                 pairs["gram"] += rows * width
                 continue
-            W = np.clip(U, -1.0, 1.0, out=lay.w[: rows * width].reshape(rows, width))
-            np.not_equal(U, W, out=flags[:rows, :width])
-            count[lo:] += _column_counts(lay.lanes, rows)[:width]
-            # rows clipped for some parameter (columns past width are False: widths
-            # never shrink over the blocks of a call and flags are cleared per call)
-            hit = np.flatnonzero(lay.lanes[:rows].any(axis=1))
+            hit = np.flatnonzero(lay.hit[:rows])
             if hit.size * (width + d + 1) <= _SPARSE_FRACTION * rows * width:
                 # few such rows: the block's Gram product over the other rows (where
                 # W = U), plus the clipped rows' terms
@@ -434,21 +430,6 @@ def _certificate_factor(X: np.ndarray) -> np.ndarray | None:
     return np.linalg.cholesky(M)
 
 
-def _column_counts(lanes: np.ndarray, rows: int) -> np.ndarray:
-    """Column sums of the first ``rows`` rows of 0/1 bytes viewed as ``uint64`` lanes.
-
-    Rows are padded with zeros to a multiple of 128 (``lanes`` must have that many rows)
-    and split into 128 groups; adding the groups lane by lane sums at most 128 bytes in
-    every byte, so nothing carries and the bytes of the sums are partial column counts.
-    Both reductions run over long contiguous rows.
-    """
-    padded = -(-rows // 128) * 128
-    width = lanes.shape[1]
-    lanes[rows:padded] = 0
-    part = np.add.reduce(lanes[:padded].reshape(128, (padded // 128) * width), axis=0)
-    return part.reshape(padded // 128, width).view(np.uint8).sum(axis=0, dtype=np.int64)
-
-
 class _BlockLayout:
     """Row blocks, block Gram matrices and work buffers of a kernel for ``trials`` columns."""
 
@@ -463,9 +444,7 @@ class _BlockLayout:
         np.cumsum(self.gram, axis=0, out=self.gram_prefix[1:])
         self.u = np.empty(rows * trials)
         self.w = np.empty(rows * trials)
-        padded = -(-trials // 8) * 8  # byte rows of whole uint64 lanes
-        self.flags = np.zeros((-(-rows // 128) * 128, padded), dtype=bool)
-        self.lanes = self.flags.view(np.uint64)
+        self.hit = np.zeros(rows, dtype=np.uint8)
 
 
 def dp_gd_sensitivity(
