@@ -329,3 +329,40 @@ def test_kernel_cache_is_keyed_by_the_data_values():
     g_ref, frac_ref = clipped_mean_gradient(X2, y, theta, 1.5, clip_mode="residual")
     np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(frac, frac_ref)
+
+
+@pytest.mark.parametrize("mode", ["gradient", "residual"])
+def test_single_precision_screen_is_exact_at_the_clip_boundary(mode, monkeypatch):
+    """screen=True: residuals within float32 rounding of the clip level are recomputed in
+    double precision, so the clip counts equal the definition exactly; gradients to
+    rounding. Blocks with many clipped rows fall back to the double-precision pass."""
+    import dpreg.estimators.dpgd as mod
+
+    monkeypatch.setattr(mod, "_FAST_BLOCK_ELEMENTS", 2000)
+    X, y = _gaussian(n=3000, p=3, seed=12)
+    clip = 2.0
+    theta = np.linalg.lstsq(X, y, rcond=None)[0][:, None] + 0.05 * np.random.default_rng(
+        1
+    ).standard_normal((3, 50))
+    # rows whose residual at parameter 7 is the clip level (per row threshold) +- 1e-12
+    norms = np.linalg.norm(X, axis=1)
+    level = clip / norms if mode == "gradient" else np.full(len(y), clip)
+    edge = np.arange(0, 3000, 100)
+    y[edge] = X[edge] @ theta[:, 7] + level[edge] * (1 + np.tile([1e-12, -1e-12], 15))
+    results = {}
+    for screen in (False, True):
+        kernel = ClippedGradientKernel(X, y, clip, clip_mode=mode, screen=screen)
+        results[screen] = kernel(theta), dict(kernel.pairs)
+    g_ref, frac_ref = clipped_mean_gradient(X, y, theta, clip, clip_mode=mode)
+    for (g, frac), _ in results.values():
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(frac, frac_ref)
+    assert frac_ref[7] * 3000 >= 15  # the rows just above the level are clipped
+    assert results[True][1]["sparse"] > 0
+    # far from the data: many rows clip, the screen falls back to the dense pass
+    kernel = ClippedGradientKernel(X, y, clip, clip_mode=mode, screen=True)
+    g, frac = kernel(theta + 5.0)
+    g_ref, frac_ref = clipped_mean_gradient(X, y, theta + 5.0, clip, clip_mode=mode)
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(frac, frac_ref)
+    assert kernel.pairs["dense"] > 0

@@ -6,7 +6,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpreg.estimators.dpgd_kernel import clip_block, clip_block_reference
+from dpreg.estimators.dpgd_kernel import (
+    clip_block,
+    clip_block_reference,
+    screen_block,
+    screen_block_reference,
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -46,3 +51,26 @@ def test_clip_block_on_column_views():
     assert clip_block(U, W, count[2:], hit) == 1
     assert count.tolist() == [0, 0, 1, 0, 1]
     assert hit.tolist() == [1, 0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 50),
+    width=st.integers(1, 30),
+    threshold=st.sampled_from([0.5, 0.999999, 1.0, 1.0000001, 2.0]),
+    single=st.booleans(),
+)
+def test_screen_block_equals_the_numpy_reference(seed, rows, width, threshold, single):
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((rows, width)).astype(np.float32 if single else np.float64)
+    U[rng.random((rows, width)) < 0.1] = threshold  # at the threshold: not flagged
+    hits = []
+    for fn in (screen_block, screen_block_reference):
+        hit = np.full(rows + 2, 9, dtype=np.uint8)
+        total = fn(U, threshold, hit)
+        hits.append((total, hit[:rows].copy()))
+    assert hits[0][0] == hits[1][0]
+    np.testing.assert_array_equal(hits[0][1], hits[1][1])
+    expected = np.any(np.abs(U.astype(np.float64)) > threshold, axis=1)
+    np.testing.assert_array_equal(hits[0][1], expected)

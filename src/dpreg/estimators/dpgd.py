@@ -41,7 +41,7 @@ from dpreg._validation import (
     check_row_norm_bound,
     check_trials,
 )
-from dpreg.estimators.dpgd_kernel import clip_block
+from dpreg.estimators.dpgd_kernel import clip_block, screen_block
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, eps_to_zcdp, zcdp_to_approx_dp
 from dpreg.privacy.gaussian import gaussian_zcdp, zcdp_gaussian_sigma
@@ -52,6 +52,8 @@ _BLOCK_ELEMENTS = 2**19
 _FAST_BLOCK_ELEMENTS = 2**17  # rows x parameters per block of the fast kernel
 _FAST_MIN_ROWS = 256
 _SPARSE_FRACTION = 0.5  # clipped rows' share of a block's work below which they are split off
+_SCREEN_FACTOR = 2.0**-23  # 2 x unit roundoff of float32 (see ClippedGradientKernel._screened)
+_SCREEN_RANGE = 2.0**60  # largest |entry| of the data and parameters screened in float32
 _CERTIFY_SLACK = 1e-9
 _METRIC_SLACK = 1e-6  # relative, on the certificate's two metric norms
 _METRIC_RIDGE = 1e-10  # relative to the largest eigenvalue of X'X/n
@@ -213,6 +215,13 @@ class ClippedGradientKernel:
     metric : {"design", "euclidean"}, default "design"
         The metric :math:`M` of the certificate (above); results are the same, only
         how many pairs are certified changes.
+    screen : bool, default False
+        Compute each uncertified block's residuals first in single precision (half the
+        cost of the product) and recompute in double precision only the rows that may
+        be clipped given a bound on the rounding error (:meth:`_screened`); blocks where
+        many rows may clip fall back to the double-precision pass. The results are the
+        same to rounding (clip counts exactly); worth it where few rows clip (IHM near
+        the solution), not where many do.
     """
 
     def __init__(
@@ -223,10 +232,12 @@ class ClippedGradientKernel:
         *,
         clip_mode: str = "gradient",
         metric: str = "design",
+        screen: bool = False,
     ) -> None:
         check_choice(metric, "metric", CERTIFICATE_METRICS)
         n, d = X.shape
         self.n, self.d, self.clip = n, d, float(clip)
+        self.screen = False
         if math.isinf(clip):
             self.gram = (X.T @ X) / n
             self.moment = (X.T @ y) / n
@@ -271,6 +282,10 @@ class ClippedGradientKernel:
         np.multiply(Xs, inv_Bs[:, None], out=self.A[:, :d])
         self.A[:, d] = ys * inv_Bs
         self.XB_T = np.ascontiguousarray((Xs * Bs[:, None]).T)
+        self.screen = bool(screen) and float(np.abs(self.A).max(initial=0.0)) <= _SCREEN_RANGE
+        if self.screen:  # single-precision copy and the rows' L1 norms (rounding bounds)
+            self.A32 = self.A.astype(np.float32)
+            self.a1 = np.abs(self.A).sum(axis=1)
         self._layouts: dict[int, _BlockLayout] = {}
         # (row, parameter) pairs, by how they were handled
         self.pairs = {"certified": 0, "gram": 0, "sparse": 0, "dense": 0, "shared": 0}
@@ -298,6 +313,42 @@ class ClippedGradientKernel:
         )
         return dist
 
+    def _screened(self, k, lo, part, ext32, e_inf, lay, grad, count) -> bool:
+        r"""Block k for the parameters lo.. from single-precision residuals, if few rows clip.
+
+        Single-precision residuals :math:`\tilde u_{ij}` are within
+        :math:`c\,\|a_i\|_1\,\|[\theta_j; -1]\|_\infty` of the exact ones, with
+        :math:`c = 2(d + 4)\,2^{-24}` (twice the classical bound :math:`\gamma_{d+1}` on a
+        sum of d + 1 products plus the rounding of both factors to single precision;
+        entries up to :math:`2^{60}`, so underflow adds at most :math:`(d+1)2^{-88}`).
+        Rows with every :math:`|\tilde u_{ij}| \le 1 -` that bound are certainly not
+        clipped; the other rows' residuals are recomputed in double precision. Returns
+        False (nothing done) when more than a few rows are flagged.
+        """
+        start, stop = lay.spans[k]
+        rows, width, d = stop - start, part.shape[1], self.d
+        U32 = np.matmul(
+            self.A32[start:stop], ext32[:, lo:], out=lay.u32[: rows * width].reshape(rows, width)
+        )
+        bound = _SCREEN_FACTOR * (d + 4) * lay.a1_max[k] * max(float(e_inf[lo]), 1.0)
+        flagged = screen_block(U32, 1.0 - bound - (d + 1) * 2.0**-88, lay.hit)
+        if flagged == 0:  # no row clipped: the Gram product, exactly as without screening
+            grad[:, lo:] += lay.gram[k] @ part
+            self.pairs["gram"] += rows * width
+            return True
+        if flagged * (2 * width + d + 1) > _SPARSE_FRACTION * rows * width:
+            return False
+        rows_hit = start + np.flatnonzero(lay.hit[:rows])
+        A_hit = self.A[rows_hit]
+        U = A_hit @ part  # the flagged rows in double precision
+        W = np.empty_like(U)
+        clip_block(U, W, count[lo:], lay.hit)  # counts: unflagged rows never clip
+        XB_hit = self.XB_T[:, rows_hit]
+        grad[:, lo:] += (lay.gram[k] - XB_hit @ A_hit) @ part
+        grad[:, lo:] += XB_hit @ W
+        self.pairs["sparse"] += rows * width
+        return True
+
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(grad (d, trials), clip_fraction (trials,))`` at ``theta (d, trials)``."""
         d, trials = theta.shape
@@ -321,6 +372,11 @@ class ClippedGradientKernel:
         grad = np.einsum("jab,bj->aj", lay.gram_prefix[cert], ext)
         count = np.zeros(trials, dtype=np.int64)
         pairs = self.pairs
+        screen = self.screen and float(np.abs(theta).max()) <= _SCREEN_RANGE
+        if screen:
+            ext32 = ext.astype(np.float32)
+            # largest |entry| of the parameters lo.. (suffix maxima, sorted order)
+            e_inf = np.maximum.accumulate(np.abs(ext).max(axis=0)[::-1])[::-1]
         for k, (start, stop) in enumerate(lay.spans):
             lo = int(first[k])
             pairs["certified"] += (stop - start) * lo
@@ -328,6 +384,8 @@ class ClippedGradientKernel:
                 continue
             rows, width = stop - start, trials - lo
             part = ext[:, lo:]
+            if screen and self._screened(k, lo, part, ext32, e_inf, lay, grad, count):
+                continue
             U = np.matmul(self.A[start:stop], part, out=lay.u[: rows * width].reshape(rows, width))
             W = lay.w[: rows * width].reshape(rows, width)
             # one pass: W = clip(U), clipped pairs counted, rows clipped somewhere flagged
@@ -369,6 +427,7 @@ def clipped_gradient_kernel(
     *,
     clip_mode: str = "gradient",
     metric: str = "design",
+    screen: bool = False,
 ) -> ClippedGradientKernel:
     r"""Return a :class:`ClippedGradientKernel` for ``(X, y, clip)``, built once and reused.
 
@@ -376,7 +435,7 @@ def clipped_gradient_kernel(
     copies of the data, the block Gram matrices) costs about as much as several gradient
     evaluations; studies fit the same data many times (every epsilon, estimator variant
     and seed block). The last two kernels are kept, keyed by the sha256 of the data's
-    values, ``clip``, ``clip_mode`` and ``metric``: a later call with equal data returns
+    values, ``clip``, ``clip_mode``, ``metric`` and ``screen``: a later call with equal data returns
     the same object (whose gradients do not depend on how often it was called). The key
     is the data themselves, so nothing private is decided by it; the kernel's ``pairs``
     counters accumulate over its calls (take differences for one fit).
@@ -388,6 +447,7 @@ def clipped_gradient_kernel(
     clip : float
     clip_mode : {"gradient", "residual"}, default "gradient"
     metric : {"design", "euclidean"}, default "design"
+    screen : bool, default False
         As for :class:`ClippedGradientKernel`.
 
     Returns
@@ -406,10 +466,10 @@ def clipped_gradient_kernel(
     False
     """
     build = ClippedGradientKernel  # in the key: a replaced class (a test's) builds anew
-    key = (build, X.shape, _digest(X), _digest(y), float(clip), clip_mode, metric)
+    key = (build, X.shape, _digest(X), _digest(y), float(clip), clip_mode, metric, bool(screen))
     kernel = _KERNEL_CACHE.get(key)
     if kernel is None:
-        kernel = build(X, y, clip, clip_mode=clip_mode, metric=metric)
+        kernel = build(X, y, clip, clip_mode=clip_mode, metric=metric, screen=screen)
         _KERNEL_CACHE[key] = kernel
         while len(_KERNEL_CACHE) > _KERNEL_CACHE_SIZE:
             _KERNEL_CACHE.popitem(last=False)
@@ -445,6 +505,9 @@ class _BlockLayout:
         self.u = np.empty(rows * trials)
         self.w = np.empty(rows * trials)
         self.hit = np.zeros(rows, dtype=np.uint8)
+        if kernel.screen:
+            self.u32 = np.empty(rows * trials, dtype=np.float32)
+            self.a1_max = np.array([kernel.a1[s:e].max() for s, e in self.spans])
 
 
 def dp_gd_sensitivity(

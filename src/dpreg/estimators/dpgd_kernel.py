@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["clip_block", "clip_block_reference"]
+__all__ = ["clip_block", "clip_block_reference", "screen_block", "screen_block_reference"]
 
 
 @cache
@@ -43,7 +43,19 @@ def _kernel() -> Any:
             total += row_hit
         return total
 
-    return kernel
+    @numba.njit(cache=True, nogil=True)
+    def screen(U, threshold, hit):
+        rows, width = U.shape
+        total = 0
+        for i in range(rows):
+            row_hit = 0
+            for j in range(width):
+                row_hit |= 1 if abs(U[i, j]) > threshold else 0
+            hit[i] = row_hit
+            total += row_hit
+        return total
+
+    return kernel, screen
 
 
 def clip_block(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: np.ndarray) -> int:
@@ -75,7 +87,7 @@ def clip_block(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: np.ndarray)
     >>> W.tolist(), count.tolist(), hit.tolist()
     ([[0.5, 1.0], [-0.1, 0.3], [-1.0, -1.0]], [1, 2], [1, 0, 1])
     """
-    return int(_kernel()(U, W, count, hit))
+    return int(_kernel()[0](U, W, count, hit))
 
 
 def clip_block_reference(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: np.ndarray) -> int:
@@ -93,5 +105,48 @@ def clip_block_reference(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: n
     clipped = U != W
     count += np.count_nonzero(clipped, axis=0)
     rows = clipped.any(axis=1)
+    hit[: U.shape[0]] = rows
+    return int(rows.sum())
+
+
+def screen_block(U: np.ndarray, threshold: float, hit: np.ndarray) -> int:
+    """Flag the rows of ``U`` with an entry of absolute value above ``threshold``.
+
+    Used on a block of scaled residuals computed in single precision: with ``threshold``
+    one minus a bound on their rounding error, an unflagged row is certainly not clipped.
+
+    Parameters
+    ----------
+    U : ndarray, shape (rows, width), C-contiguous (float32 or float64)
+    threshold : float
+    hit : ndarray, shape (>= rows,), uint8
+        ``hit[i]`` set to 1 if some ``abs(U[i, j]) > threshold``, else 0.
+
+    Returns
+    -------
+    int
+        The number of flagged rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hit = np.zeros(2, np.uint8)
+    >>> screen_block(np.array([[0.5, -0.99], [0.2, 1.5]], np.float32), 0.9, hit), hit.tolist()
+    (2, [1, 1])
+    """
+    return int(_kernel()[1](U, float(threshold), hit))
+
+
+def screen_block_reference(U: np.ndarray, threshold: float, hit: np.ndarray) -> int:
+    """Numpy reference of :func:`screen_block`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> hit = np.zeros(2, np.uint8)
+    >>> screen_block_reference(np.array([[0.5, 0.1], [0.2, 1.5]]), 0.9, hit), hit.tolist()
+    (1, [0, 1])
+    """
+    rows = np.any(np.abs(U) > np.float64(threshold), axis=1)  # compared in float64
     hit[: U.shape[0]] = rows
     return int(rows.sum())

@@ -513,7 +513,9 @@ def fit_ihm(
         (:math:`O(d^2)` per block); after the first iterate most pairs of (row, trial)
         are certified (``kernel_pairs`` in the diagnostics counts them). The kernel is
         built once per data set and clip level
-        (:func:`~dpreg.estimators.dpgd.clipped_gradient_kernel`) and reused by later fits.
+        (:func:`~dpreg.estimators.dpgd.clipped_gradient_kernel`) and reused by later fits;
+        it screens the uncertified rows in single precision (``screen=True``: rows that
+        may be clipped are recomputed in double precision).
 
     Returns
     -------
@@ -629,7 +631,11 @@ def fit_ihm(
     gram = 0.5 * (gram + gram.T)
     factor = gram_factor(gram=gram) if sampler == "gram" else None
     lambda_min = float(np.linalg.eigvalsh(gram)[0])
-    fast = clipped_gradient_kernel(Xn, y, clip, clip_mode="residual") if kernel == "fast" else None
+    fast = (
+        clipped_gradient_kernel(Xn, y, clip, clip_mode="residual", screen=True)
+        if kernel == "fast"
+        else None
+    )
     pairs_before = dict(fast.pairs) if fast is not None else None  # the kernel is reused
 
     # Algorithm 2 with C_X = 1 and noise gamma / sqrt(k) (line 2 of Algorithm 1).
