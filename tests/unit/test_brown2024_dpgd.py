@@ -366,3 +366,21 @@ def test_single_precision_screen_is_exact_at_the_clip_boundary(mode, monkeypatch
     np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(frac, frac_ref)
     assert kernel.pairs["dense"] > 0
+
+
+@pytest.mark.parametrize("screen", [False, True])
+def test_compiled_and_numpy_elementwise_passes_give_identical_gradients(screen, monkeypatch):
+    import dpreg.estimators.dpgd as mod
+
+    X, y = _gaussian(n=2500, p=3, seed=21)
+    theta = np.linalg.lstsq(X, y, rcond=None)[0][:, None] + np.random.default_rng(
+        3
+    ).standard_normal((3, 30)) * np.linspace(0.01, 3.0, 30)
+    out = []
+    for compiled in (True, False):
+        monkeypatch.setattr(mod, "_use_compiled", lambda pairs, c=compiled: c)
+        kernel = ClippedGradientKernel(X, y, 1.5, clip_mode="residual", screen=screen)
+        out.append(kernel(theta))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    assert 0 < out[0][1].max()

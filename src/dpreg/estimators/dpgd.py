@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
@@ -41,7 +42,12 @@ from dpreg._validation import (
     check_row_norm_bound,
     check_trials,
 )
-from dpreg.estimators.dpgd_kernel import clip_block, screen_block
+from dpreg.estimators.dpgd_kernel import (
+    clip_block,
+    clip_block_reference,
+    screen_block,
+    screen_block_reference,
+)
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, eps_to_zcdp, zcdp_to_approx_dp
 from dpreg.privacy.gaussian import gaussian_zcdp, zcdp_gaussian_sigma
@@ -54,6 +60,7 @@ _FAST_MIN_ROWS = 256
 _SPARSE_FRACTION = 0.5  # clipped rows' share of a block's work below which they are split off
 _SCREEN_FACTOR = 2.0**-23  # 2 x unit roundoff of float32 (see ClippedGradientKernel._screened)
 _SCREEN_RANGE = 2.0**60  # largest |entry| of the data and parameters screened in float32
+_COMPILED_MIN_PAIRS = 2**20  # (row, parameter) pairs per call from which numba is loaded
 _CERTIFY_SLACK = 1e-9
 _METRIC_SLACK = 1e-6  # relative, on the certificate's two metric norms
 _METRIC_RIDGE = 1e-10  # relative to the largest eigenvalue of X'X/n
@@ -313,7 +320,7 @@ class ClippedGradientKernel:
         )
         return dist
 
-    def _screened(self, k, lo, part, ext32, e_inf, lay, grad, count) -> bool:
+    def _screened(self, k, lo, part, ext32, e_inf, lay, grad, count, clip_pass) -> bool:
         r"""Block k for the parameters lo.. from single-precision residuals, if few rows clip.
 
         Single-precision residuals :math:`\tilde u_{ij}` are within
@@ -331,7 +338,8 @@ class ClippedGradientKernel:
             self.A32[start:stop], ext32[:, lo:], out=lay.u32[: rows * width].reshape(rows, width)
         )
         bound = _SCREEN_FACTOR * (d + 4) * lay.a1_max[k] * max(float(e_inf[lo]), 1.0)
-        flagged = screen_block(U32, 1.0 - bound - (d + 1) * 2.0**-88, lay.hit)
+        screen_pass = screen_block if clip_pass is clip_block else screen_block_reference
+        flagged = screen_pass(U32, 1.0 - bound - (d + 1) * 2.0**-88, lay.hit)
         if flagged == 0:  # no row clipped: the Gram product, exactly as without screening
             grad[:, lo:] += lay.gram[k] @ part
             self.pairs["gram"] += rows * width
@@ -342,7 +350,7 @@ class ClippedGradientKernel:
         A_hit = self.A[rows_hit]
         U = A_hit @ part  # the flagged rows in double precision
         W = np.empty_like(U)
-        clip_block(U, W, count[lo:], lay.hit)  # counts: unflagged rows never clip
+        clip_pass(U, W, count[lo:], lay.hit)  # counts: unflagged rows never clip
         XB_hit = self.XB_T[:, rows_hit]
         grad[:, lo:] += (lay.gram[k] - XB_hit @ A_hit) @ part
         grad[:, lo:] += XB_hit @ W
@@ -372,6 +380,7 @@ class ClippedGradientKernel:
         grad = np.einsum("jab,bj->aj", lay.gram_prefix[cert], ext)
         count = np.zeros(trials, dtype=np.int64)
         pairs = self.pairs
+        clip_pass = clip_block if _use_compiled(self.n * trials) else clip_block_reference
         screen = self.screen and float(np.abs(theta).max()) <= _SCREEN_RANGE
         if screen:
             ext32 = ext.astype(np.float32)
@@ -384,12 +393,12 @@ class ClippedGradientKernel:
                 continue
             rows, width = stop - start, trials - lo
             part = ext[:, lo:]
-            if screen and self._screened(k, lo, part, ext32, e_inf, lay, grad, count):
+            if screen and self._screened(k, lo, part, ext32, e_inf, lay, grad, count, clip_pass):
                 continue
             U = np.matmul(self.A[start:stop], part, out=lay.u[: rows * width].reshape(rows, width))
             W = lay.w[: rows * width].reshape(rows, width)
             # one pass: W = clip(U), clipped pairs counted, rows clipped somewhere flagged
-            if clip_block(U, W, count[lo:], lay.hit) == 0:  # W = U: the Gram product
+            if clip_pass(U, W, count[lo:], lay.hit) == 0:  # W = U: the Gram product
                 grad[:, lo:] += lay.gram[k] @ part
                 pairs["gram"] += rows * width
                 continue
@@ -412,6 +421,16 @@ class ClippedGradientKernel:
         out_count[order] = count
         out_grad /= self.n
         return out_grad, out_count / self.n
+
+
+def _use_compiled(pairs: int) -> bool:
+    """Whether the kernel's elementwise pass runs compiled.
+
+    Yes once numba's start-up (~0.4 s of CPU) is paid in this process, or when ``pairs``
+    is large enough to pay it. Both passes give the same results bit for bit (comparisons
+    only).
+    """
+    return "numba" in sys.modules or pairs >= _COMPILED_MIN_PAIRS
 
 
 def _digest(a: np.ndarray) -> bytes:
