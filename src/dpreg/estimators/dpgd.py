@@ -377,7 +377,13 @@ class ClippedGradientKernel:
         first = np.searchsorted(dist[order], lay.tau_min, side="right")
         # parameter j is certified in blocks 0..cert[j]-1 (first is non-increasing)
         cert = np.cumsum(np.bincount(first, minlength=trials + 1)[::-1])[::-1][1:]
-        grad = np.einsum("jab,bj->aj", lay.gram_prefix[cert], ext)
+        # cert is non-increasing: the parameters certified somewhere are a prefix
+        certified = int(np.count_nonzero(cert))
+        grad = np.zeros((d, trials))
+        if certified:
+            grad[:, :certified] = np.einsum(
+                "jab,bj->aj", lay.gram_prefix[cert[:certified]], ext[:, :certified]
+            )
         count = np.zeros(trials, dtype=np.int64)
         pairs = self.pairs
         clip_pass = clip_block if _use_compiled(self.n * trials) else clip_block_reference
