@@ -6,9 +6,16 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
-from dpreg.estimators.dpgd import ClippedGradientKernel, dp_gd_path, fit_dp_gd
+from dpreg.estimators.dpgd import (
+    ClippedGradientKernel,
+    clipped_mean_gradient,
+    dp_gd_path,
+    fit_dp_gd,
+)
 from dpreg.privacy.budgets import ZCDP
 from dpreg.privacy.rdp import gaussian_pld_epsilon
 
@@ -177,9 +184,50 @@ def test_certified_and_clean_blocks_equal_the_definition(mode, monkeypatch):
         np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
         np.testing.assert_array_equal(frac, frac_ref)
         assert frac.min() < frac.max()
+    # one parameter repeated in every column: evaluated once, the same values
+    theta = np.repeat(ols[:, None] + 0.5, spread.size, axis=1)
+    g, frac = kernel(theta)
+    g_ref, frac_ref = _loop_gradient(X, y, theta, 4.0, mode)
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(frac, frac_ref)
     pairs = kernel.pairs
-    assert sum(pairs.values()) == 2 * X.shape[0] * spread.size
+    assert sum(pairs.values()) == 3 * X.shape[0] * spread.size
     assert min(pairs.values()) > 0  # every branch exercised
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    clip=st.floats(0.2, 3.0),
+    spread=st.floats(0.01, 2.0),
+    mode=st.sampled_from(["gradient", "residual"]),
+)
+def test_split_off_clipped_rows_equal_the_row_pass(seed, clip, spread, mode):
+    """Many parameters, few clipped rows per block: the block's Gram product minus the
+    clipped rows' part equals the row-by-row pass (clip counts exactly)."""
+    rng = np.random.default_rng(seed)
+    X, y = _gaussian(n=700, p=3, seed=seed % 1000)
+    theta = np.linalg.lstsq(X, y, rcond=None)[0][:, None] + spread * rng.standard_normal((3, 40))
+    kernel = ClippedGradientKernel(X, y, clip, clip_mode=mode)
+    g, frac = kernel(theta)
+    g_ref, frac_ref = clipped_mean_gradient(X, y, theta, clip, clip_mode=mode)
+    scale = np.abs(X).max() * (np.abs(y).max() + np.abs(X).max() * np.abs(theta).max())
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_array_equal(frac, frac_ref)
+
+
+def test_split_off_clipped_rows_is_used_where_few_rows_clip():
+    X, y = _gaussian(n=4000, p=3, seed=3)
+    theta = np.linalg.lstsq(X, y, rcond=None)[0][:, None] + 0.3 * np.random.default_rng(
+        0
+    ).standard_normal((3, 64))
+    kernel = ClippedGradientKernel(X, y, 2.5, clip_mode="residual", metric="euclidean")
+    g, frac = kernel(theta)
+    g_ref, frac_ref = clipped_mean_gradient(X, y, theta, 2.5, clip_mode="residual")
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(frac, frac_ref)
+    assert 0 < frac.max() < 0.1
+    assert kernel.pairs["sparse"] > kernel.pairs["dense"]
 
 
 def test_per_trial_streams_do_not_depend_on_batching():
@@ -263,3 +311,76 @@ def test_certificate_metric_is_validated():
     X, y = _gaussian(n=20)
     with pytest.raises(ValueError, match="metric"):
         ClippedGradientKernel(X, y, 1.0, metric="mahalanobis")
+
+
+def test_kernel_cache_is_keyed_by_the_data_values():
+    from dpreg.estimators.dpgd import clipped_gradient_kernel
+
+    X, y = _gaussian(n=200, p=3, seed=9)
+    kernel = clipped_gradient_kernel(X, y, 1.5, clip_mode="residual")
+    assert clipped_gradient_kernel(X.copy(), y.copy(), 1.5, clip_mode="residual") is kernel
+    X2 = X.copy()
+    X2[17, 1] += 1e-12  # any change of value is a different data set
+    other = clipped_gradient_kernel(X2, y, 1.5, clip_mode="residual")
+    assert other is not kernel
+    assert clipped_gradient_kernel(X, y, 1.5, clip_mode="gradient") is not kernel
+    theta = np.random.default_rng(0).standard_normal((3, 6))
+    g, frac = other(theta)
+    g_ref, frac_ref = clipped_mean_gradient(X2, y, theta, 1.5, clip_mode="residual")
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(frac, frac_ref)
+
+
+@pytest.mark.parametrize("mode", ["gradient", "residual"])
+def test_single_precision_screen_is_exact_at_the_clip_boundary(mode, monkeypatch):
+    """screen=True: residuals within float32 rounding of the clip level are recomputed in
+    double precision, so the clip counts equal the definition exactly; gradients to
+    rounding. Blocks with many clipped rows fall back to the double-precision pass."""
+    import dpreg.estimators.dpgd as mod
+
+    monkeypatch.setattr(mod, "_FAST_BLOCK_ELEMENTS", 2000)
+    X, y = _gaussian(n=3000, p=3, seed=12)
+    clip = 2.0
+    theta = np.linalg.lstsq(X, y, rcond=None)[0][:, None] + 0.05 * np.random.default_rng(
+        1
+    ).standard_normal((3, 50))
+    # rows whose residual at parameter 7 is the clip level (per row threshold) +- 1e-12
+    norms = np.linalg.norm(X, axis=1)
+    level = clip / norms if mode == "gradient" else np.full(len(y), clip)
+    edge = np.arange(0, 3000, 100)
+    y[edge] = X[edge] @ theta[:, 7] + level[edge] * (1 + np.tile([1e-12, -1e-12], 15))
+    results = {}
+    for screen in (False, True):
+        kernel = ClippedGradientKernel(X, y, clip, clip_mode=mode, screen=screen)
+        results[screen] = kernel(theta), dict(kernel.pairs)
+    g_ref, frac_ref = clipped_mean_gradient(X, y, theta, clip, clip_mode=mode)
+    for (g, frac), _ in results.values():
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(frac, frac_ref)
+    assert frac_ref[7] * 3000 >= 15  # the rows just above the level are clipped
+    assert results[True][1]["sparse"] > 0
+    # far from the data: many rows clip, the screen falls back to the dense pass
+    kernel = ClippedGradientKernel(X, y, clip, clip_mode=mode, screen=True)
+    g, frac = kernel(theta + 5.0)
+    g_ref, frac_ref = clipped_mean_gradient(X, y, theta + 5.0, clip, clip_mode=mode)
+    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(frac, frac_ref)
+    assert kernel.pairs["dense"] > 0
+
+
+@pytest.mark.parametrize("screen", [False, True])
+def test_compiled_and_numpy_elementwise_passes_give_identical_gradients(screen, monkeypatch):
+    import dpreg.estimators.dpgd as mod
+
+    X, y = _gaussian(n=2500, p=3, seed=21)
+    theta = np.linalg.lstsq(X, y, rcond=None)[0][:, None] + np.random.default_rng(
+        3
+    ).standard_normal((3, 30)) * np.linspace(0.01, 3.0, 30)
+    out = []
+    for compiled in (True, False):
+        monkeypatch.setattr(mod, "_use_compiled", lambda pairs, c=compiled: c)
+        kernel = ClippedGradientKernel(X, y, 1.5, clip_mode="residual", screen=screen)
+        out.append(kernel(theta))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    assert 0 < out[0][1].max()

@@ -584,3 +584,25 @@ def test_given_gamma_below_the_certified_minimum_is_refused():
             fit_ihm(X, y, budget=ApproxDP(eps, delta), rng=np.random.default_rng(0), gamma=bad)
     with pytest.raises(ValueError, match="gamma"):
         fit_ihm(X, y, budget=ApproxDP(math.inf, delta), rng=np.random.default_rng(0), gamma=100.0)
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 10.0])
+def test_fast_kernel_equals_the_row_pass_and_is_reused(epsilon):
+    """kernel="fast" (built once per data set, then reused) equals the reference row
+    pass to rounding from the same draws, clip fractions exactly; every (row, trial,
+    iteration) pair of a fit is counted once."""
+    X, y = _data(seed=5, n=3000, d=4, noise=1.0)
+    kw = dict(budget=ApproxDP(epsilon, 1e-6), trials=40, T=3, clip=0.2)
+    rows = fit_ihm(X, y, rng=np.random.default_rng(8), kernel="rows", **kw)
+    for _ in range(2):  # the second fit reuses the first one's kernel
+        fast = fit_ihm(X.copy(), y.copy(), rng=np.random.default_rng(8), **kw)
+        np.testing.assert_allclose(fast.path, rows.path, rtol=0, atol=1e-10)
+        np.testing.assert_array_equal(
+            fast.nonprivate_diagnostics["clip_fraction"],
+            rows.nonprivate_diagnostics["clip_fraction"],
+        )
+        pairs = fast.diagnostics["kernel_pairs"]
+        assert sum(pairs.values()) == X.shape[0] * 40 * 3
+        assert pairs["shared"] == X.shape[0] * 39  # theta_0 = 0 in every trial
+    clip = rows.nonprivate_diagnostics["clip_fraction"]
+    assert 0 < clip.max() < 1  # clipping happens, not everywhere

@@ -23,7 +23,10 @@ The module is layered as the project's conventions ask:
 
 from __future__ import annotations
 
+import hashlib
 import math
+import sys
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -39,6 +42,12 @@ from dpreg._validation import (
     check_row_norm_bound,
     check_trials,
 )
+from dpreg.estimators.dpgd_kernel import (
+    clip_block,
+    clip_block_reference,
+    screen_block,
+    screen_block_reference,
+)
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, eps_to_zcdp, zcdp_to_approx_dp
 from dpreg.privacy.gaussian import gaussian_zcdp, zcdp_gaussian_sigma
@@ -48,11 +57,17 @@ CLIP_MODES = ("gradient", "residual")
 _BLOCK_ELEMENTS = 2**19
 _FAST_BLOCK_ELEMENTS = 2**17  # rows x parameters per block of the fast kernel
 _FAST_MIN_ROWS = 256
+_SPARSE_FRACTION = 0.5  # clipped rows' share of a block's work below which they are split off
+_SCREEN_FACTOR = 2.0**-23  # 2 x unit roundoff of float32 (see ClippedGradientKernel._screened)
+_SCREEN_RANGE = 2.0**60  # largest |entry| of the data and parameters screened in float32
+_COMPILED_MIN_PAIRS = 2**20  # (row, parameter) pairs per call from which numba is loaded
 _CERTIFY_SLACK = 1e-9
 _METRIC_SLACK = 1e-6  # relative, on the certificate's two metric norms
 _METRIC_RIDGE = 1e-10  # relative to the largest eigenvalue of X'X/n
 CERTIFICATE_METRICS = ("design", "euclidean")
 _NOISE_BLOCK_ELEMENTS = 2**18
+_KERNEL_CACHE_SIZE = 2  # kernels kept (e.g. one dataset's gradient- and residual-clip ones)
+_KERNEL_CACHE: OrderedDict[tuple, ClippedGradientKernel] = OrderedDict()
 NEIGHBOURS = ("replace_one", "zero_out")
 KERNELS = ("fast", "rows")
 
@@ -61,6 +76,7 @@ __all__ = [
     "KERNELS",
     "NEIGHBOURS",
     "ClippedGradientKernel",
+    "clipped_gradient_kernel",
     "clipped_mean_gradient",
     "dp_gd_noise_std",
     "dp_gd_path",
@@ -179,15 +195,21 @@ class ClippedGradientKernel:
     sorted by :math:`\tau_i` (descending) and parameters by their distance to
     :math:`\theta_{\rm ref}`, so in every row block the certified parameters are a
     prefix and their Gram products over consecutive blocks are prefix sums. Only the
-    remaining pairs go through the two products; blocks where none of them is clipped
-    use the Gram product too.
+    remaining pairs go through the first product; blocks where none of them is clipped
+    then use the Gram product too, and blocks where few rows are clipped (for any of the
+    parameters) use it for the other rows, :math:`(G_b - \sum_{i\in H}(x_iB_i)a_i^\top)
+    [\theta; -1] + \sum_{i\in H} x_iB_i\,\mathrm{clip}(u_i)` over the set :math:`H` of
+    such rows (the same sum, regrouped); only the other blocks take the second product
+    over all their rows. A parameter repeated in every column (every run's
+    :math:`\theta_0 = 0`) is evaluated once.
 
     With ``clip = inf`` the averaged gradient is exactly
     :math:`\hat\Sigma\theta - X^\top y/n` (precomputed): :math:`O(d^2)` per parameter.
 
     ``pairs`` counts the (row, parameter) pairs handled so far by the certificate
-    (``"certified"``), by the Gram product of a block without clipping (``"gram"``) and
-    by the two products (``"dense"``).
+    (``"certified"``), by the Gram product of a block without clipping (``"gram"``), by
+    the Gram product with the clipped rows split off (``"sparse"``), by the two products
+    (``"dense"``) and as copies of a repeated parameter (``"shared"``).
 
     Parameters
     ----------
@@ -200,6 +222,13 @@ class ClippedGradientKernel:
     metric : {"design", "euclidean"}, default "design"
         The metric :math:`M` of the certificate (above); results are the same, only
         how many pairs are certified changes.
+    screen : bool, default False
+        Compute each uncertified block's residuals first in single precision (half the
+        cost of the product) and recompute in double precision only the rows that may
+        be clipped given a bound on the rounding error (:meth:`_screened`); blocks where
+        many rows may clip fall back to the double-precision pass. The results are the
+        same to rounding (clip counts exactly); worth it where few rows clip (IHM near
+        the solution), not where many do.
     """
 
     def __init__(
@@ -210,10 +239,12 @@ class ClippedGradientKernel:
         *,
         clip_mode: str = "gradient",
         metric: str = "design",
+        screen: bool = False,
     ) -> None:
         check_choice(metric, "metric", CERTIFICATE_METRICS)
         n, d = X.shape
         self.n, self.d, self.clip = n, d, float(clip)
+        self.screen = False
         if math.isinf(clip):
             self.gram = (X.T @ X) / n
             self.moment = (X.T @ y) / n
@@ -258,8 +289,13 @@ class ClippedGradientKernel:
         np.multiply(Xs, inv_Bs[:, None], out=self.A[:, :d])
         self.A[:, d] = ys * inv_Bs
         self.XB_T = np.ascontiguousarray((Xs * Bs[:, None]).T)
+        self.screen = bool(screen) and float(np.abs(self.A).max(initial=0.0)) <= _SCREEN_RANGE
+        if self.screen:  # single-precision copy and the rows' L1 norms (rounding bounds)
+            self.A32 = self.A.astype(np.float32)
+            self.a1 = np.abs(self.A).sum(axis=1)
         self._layouts: dict[int, _BlockLayout] = {}
-        self.pairs = {"certified": 0, "gram": 0, "dense": 0}  # (row, parameter) pairs
+        # (row, parameter) pairs, by how they were handled
+        self.pairs = {"certified": 0, "gram": 0, "sparse": 0, "dense": 0, "shared": 0}
 
     def _layout(self, trials: int) -> _BlockLayout:
         layout = self._layouts.get(trials)
@@ -284,11 +320,53 @@ class ClippedGradientKernel:
         )
         return dist
 
+    def _screened(self, k, lo, part, ext32, e_inf, lay, grad, count, clip_pass) -> bool:
+        r"""Block k for the parameters lo.. from single-precision residuals, if few rows clip.
+
+        Single-precision residuals :math:`\tilde u_{ij}` are within
+        :math:`c\,\|a_i\|_1\,\|[\theta_j; -1]\|_\infty` of the exact ones, with
+        :math:`c = 2(d + 4)\,2^{-24}` (twice the classical bound :math:`\gamma_{d+1}` on a
+        sum of d + 1 products plus the rounding of both factors to single precision;
+        entries up to :math:`2^{60}`, so underflow adds at most :math:`(d+1)2^{-88}`).
+        Rows with every :math:`|\tilde u_{ij}| \le 1 -` that bound are certainly not
+        clipped; the other rows' residuals are recomputed in double precision. Returns
+        False (nothing done) when more than a few rows are flagged.
+        """
+        start, stop = lay.spans[k]
+        rows, width, d = stop - start, part.shape[1], self.d
+        U32 = np.matmul(
+            self.A32[start:stop], ext32[:, lo:], out=lay.u32[: rows * width].reshape(rows, width)
+        )
+        bound = _SCREEN_FACTOR * (d + 4) * lay.a1_max[k] * max(float(e_inf[lo]), 1.0)
+        screen_pass = screen_block if clip_pass is clip_block else screen_block_reference
+        flagged = screen_pass(U32, 1.0 - bound - (d + 1) * 2.0**-88, lay.hit)
+        if flagged == 0:  # no row clipped: the Gram product, exactly as without screening
+            grad[:, lo:] += lay.gram[k] @ part
+            self.pairs["gram"] += rows * width
+            return True
+        if flagged * (2 * width + d + 1) > _SPARSE_FRACTION * rows * width:
+            return False
+        rows_hit = start + np.flatnonzero(lay.hit[:rows])
+        A_hit = self.A[rows_hit]
+        U = A_hit @ part  # the flagged rows in double precision
+        W = np.empty_like(U)
+        clip_pass(U, W, count[lo:], lay.hit)  # counts: unflagged rows never clip
+        XB_hit = self.XB_T[:, rows_hit]
+        grad[:, lo:] += (lay.gram[k] - XB_hit @ A_hit) @ part
+        grad[:, lo:] += XB_hit @ W
+        self.pairs["sparse"] += rows * width
+        return True
+
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(grad (d, trials), clip_fraction (trials,))`` at ``theta (d, trials)``."""
         d, trials = theta.shape
         if math.isinf(self.clip):
             return self.gram @ theta - self.moment[:, None], np.zeros(trials)
+        if trials > 1 and not np.any(theta[:, 1:] != theta[:, :1]):
+            # one parameter repeated (e.g. every run's theta_0 = 0): evaluate it once
+            grad, frac = self(theta[:, :1])
+            self.pairs["shared"] += self.n * (trials - 1)
+            return np.repeat(grad, trials, axis=1), np.repeat(frac, trials)
         lay = self._layout(trials)
         dist = self._distance(theta)
         order = np.argsort(dist, kind="stable")
@@ -299,11 +377,21 @@ class ClippedGradientKernel:
         first = np.searchsorted(dist[order], lay.tau_min, side="right")
         # parameter j is certified in blocks 0..cert[j]-1 (first is non-increasing)
         cert = np.cumsum(np.bincount(first, minlength=trials + 1)[::-1])[::-1][1:]
-        grad = np.einsum("jab,bj->aj", lay.gram_prefix[cert], ext)
+        # cert is non-increasing: the parameters certified somewhere are a prefix
+        certified = int(np.count_nonzero(cert))
+        grad = np.zeros((d, trials))
+        if certified:
+            grad[:, :certified] = np.einsum(
+                "jab,bj->aj", lay.gram_prefix[cert[:certified]], ext[:, :certified]
+            )
         count = np.zeros(trials, dtype=np.int64)
-        flags = lay.flags
-        flags[:] = False
         pairs = self.pairs
+        clip_pass = clip_block if _use_compiled(self.n * trials) else clip_block_reference
+        screen = self.screen and float(np.abs(theta).max()) <= _SCREEN_RANGE
+        if screen:
+            ext32 = ext.astype(np.float32)
+            # largest |entry| of the parameters lo.. (suffix maxima, sorted order)
+            e_inf = np.maximum.accumulate(np.abs(ext).max(axis=0)[::-1])[::-1]
         for k, (start, stop) in enumerate(lay.spans):
             lo = int(first[k])
             pairs["certified"] += (stop - start) * lo
@@ -311,15 +399,27 @@ class ClippedGradientKernel:
                 continue
             rows, width = stop - start, trials - lo
             part = ext[:, lo:]
+            if screen and self._screened(k, lo, part, ext32, e_inf, lay, grad, count, clip_pass):
+                continue
             U = np.matmul(self.A[start:stop], part, out=lay.u[: rows * width].reshape(rows, width))
-            if U.max() <= 1.0 and U.min() >= -1.0:  # no row clipped: two reductions, no writes
+            W = lay.w[: rows * width].reshape(rows, width)
+            # one pass: W = clip(U), clipped pairs counted, rows clipped somewhere flagged
+            if clip_pass(U, W, count[lo:], lay.hit) == 0:  # W = U: the Gram product
                 grad[:, lo:] += lay.gram[k] @ part
                 pairs["gram"] += rows * width
                 continue
-            W = np.clip(U, -1.0, 1.0, out=lay.w[: rows * width].reshape(rows, width))
-            np.not_equal(U, W, out=flags[:rows, :width])
+            hit = np.flatnonzero(lay.hit[:rows])
+            if hit.size * (width + d + 1) <= _SPARSE_FRACTION * rows * width:
+                # few such rows: the block's Gram product over the other rows (where
+                # W = U), plus the clipped rows' terms
+                rows_hit = start + hit
+                XB_hit = self.XB_T[:, rows_hit]
+                gram = lay.gram[k] - XB_hit @ self.A[rows_hit]
+                grad[:, lo:] += gram @ part
+                grad[:, lo:] += XB_hit @ W[hit]
+                pairs["sparse"] += rows * width
+                continue
             pairs["dense"] += rows * width
-            count[lo:] += _column_counts(lay.lanes, rows)[:width]
             grad[:, lo:] += self.XB_T[:, start:stop] @ W
         out_grad = np.empty_like(grad)
         out_grad[:, order] = grad
@@ -327,6 +427,80 @@ class ClippedGradientKernel:
         out_count[order] = count
         out_grad /= self.n
         return out_grad, out_count / self.n
+
+
+def _use_compiled(pairs: int) -> bool:
+    """Whether the kernel's elementwise pass runs compiled.
+
+    Yes once numba's start-up (~0.4 s of CPU) is paid in this process, or when ``pairs``
+    is large enough to pay it. Both passes give the same results bit for bit (comparisons
+    only).
+    """
+    return "numba" in sys.modules or pairs >= _COMPILED_MIN_PAIRS
+
+
+def _digest(a: np.ndarray) -> bytes:
+    """sha256 of an array's float64 values in C order (the cache key of its contents)."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    return hashlib.sha256(memoryview(a).cast("B")).digest()
+
+
+def clipped_gradient_kernel(
+    X: np.ndarray,
+    y: np.ndarray,
+    clip: float,
+    *,
+    clip_mode: str = "gradient",
+    metric: str = "design",
+    screen: bool = False,
+) -> ClippedGradientKernel:
+    r"""Return a :class:`ClippedGradientKernel` for ``(X, y, clip)``, built once and reused.
+
+    Building the kernel (the certificate's reference fit and radii, the sorted and scaled
+    copies of the data, the block Gram matrices) costs about as much as several gradient
+    evaluations; studies fit the same data many times (every epsilon, estimator variant
+    and seed block). The last two kernels are kept, keyed by the sha256 of the data's
+    values, ``clip``, ``clip_mode``, ``metric`` and ``screen``: a later call with equal data returns
+    the same object (whose gradients do not depend on how often it was called). The key
+    is the data themselves, so nothing private is decided by it; the kernel's ``pairs``
+    counters accumulate over its calls (take differences for one fit).
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    y : ndarray, shape (n,)
+    clip : float
+    clip_mode : {"gradient", "residual"}, default "gradient"
+    metric : {"design", "euclidean"}, default "design"
+    screen : bool, default False
+        As for :class:`ClippedGradientKernel`.
+
+    Returns
+    -------
+    ClippedGradientKernel
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(50, 2)), rng.normal(size=50)
+    >>> kernel = clipped_gradient_kernel(X, y, 1.0)
+    >>> kernel is clipped_gradient_kernel(X.copy(), y.copy(), 1.0)
+    True
+    >>> kernel is clipped_gradient_kernel(X, y, 2.0)
+    False
+    """
+    build = ClippedGradientKernel  # in the key: a replaced class (a test's) builds anew
+    key = (build, X.shape, _digest(X), _digest(y), float(clip), clip_mode, metric, bool(screen))
+    kernel = _KERNEL_CACHE.get(key)
+    if kernel is None:
+        kernel = build(X, y, clip, clip_mode=clip_mode, metric=metric, screen=screen)
+        _KERNEL_CACHE[key] = kernel
+        while len(_KERNEL_CACHE) > _KERNEL_CACHE_SIZE:
+            _KERNEL_CACHE.popitem(last=False)
+    else:
+        _KERNEL_CACHE.move_to_end(key)
+    return kernel
 
 
 def _certificate_factor(X: np.ndarray) -> np.ndarray | None:
@@ -339,21 +513,6 @@ def _certificate_factor(X: np.ndarray) -> np.ndarray | None:
         return None
     M[np.diag_indices(d)] += _METRIC_RIDGE * top
     return np.linalg.cholesky(M)
-
-
-def _column_counts(lanes: np.ndarray, rows: int) -> np.ndarray:
-    """Column sums of the first ``rows`` rows of 0/1 bytes viewed as ``uint64`` lanes.
-
-    Rows are padded with zeros to a multiple of 128 (``lanes`` must have that many rows)
-    and split into 128 groups; adding the groups lane by lane sums at most 128 bytes in
-    every byte, so nothing carries and the bytes of the sums are partial column counts.
-    Both reductions run over long contiguous rows.
-    """
-    padded = -(-rows // 128) * 128
-    width = lanes.shape[1]
-    lanes[rows:padded] = 0
-    part = np.add.reduce(lanes[:padded].reshape(128, (padded // 128) * width), axis=0)
-    return part.reshape(padded // 128, width).view(np.uint8).sum(axis=0, dtype=np.int64)
 
 
 class _BlockLayout:
@@ -370,9 +529,10 @@ class _BlockLayout:
         np.cumsum(self.gram, axis=0, out=self.gram_prefix[1:])
         self.u = np.empty(rows * trials)
         self.w = np.empty(rows * trials)
-        padded = -(-trials // 8) * 8  # byte rows of whole uint64 lanes
-        self.flags = np.zeros((-(-rows // 128) * 128, padded), dtype=bool)
-        self.lanes = self.flags.view(np.uint64)
+        self.hit = np.zeros(rows, dtype=np.uint8)
+        if kernel.screen:
+            self.u32 = np.empty(rows * trials, dtype=np.float32)
+            self.a1_max = np.array([kernel.a1[s:e].max() for s, e in self.spans])
 
 
 def dp_gd_sensitivity(
@@ -552,7 +712,7 @@ def dp_gd_path(
     else:
         theta = np.array(np.broadcast_to(np.asarray(theta0, dtype=np.float64), (trials, d)).T)
     if kernel == "fast":
-        gradient = ClippedGradientKernel(X, y, clip, clip_mode=clip_mode)
+        gradient = clipped_gradient_kernel(X, y, clip, clip_mode=clip_mode)
     else:
         row_norms = np.linalg.norm(X, axis=1)
 

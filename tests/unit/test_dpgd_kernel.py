@@ -1,0 +1,76 @@
+"""The compiled elementwise pass of DP-GD's clipped-gradient kernel against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpreg.estimators.dpgd_kernel import (
+    clip_block,
+    clip_block_reference,
+    screen_block,
+    screen_block_reference,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 70),
+    width=st.integers(1, 40),
+    scale=st.sampled_from([0.1, 0.9, 1.0, 3.0]),
+)
+def test_clip_block_equals_the_numpy_reference(seed, rows, width, scale):
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((rows, width)) * scale
+    U[rng.random((rows, width)) < 0.1] = 1.0  # on the boundary: not clipped
+    U[rng.random((rows, width)) < 0.05] = -1.0
+    results = []
+    for fn in (clip_block, clip_block_reference):
+        W = np.full_like(U, np.nan)
+        count = np.arange(width, dtype=np.int64)  # incremented, not overwritten
+        hit = np.full(rows + 3, 7, dtype=np.uint8)
+        total = fn(U, W, count, hit)
+        results.append((total, W, count, hit[:rows]))
+    (t1, W1, c1, h1), (t2, W2, c2, h2) = results
+    assert t1 == t2 == int(np.any(np.abs(U) > 1.0, axis=1).sum())
+    np.testing.assert_array_equal(W1, W2)
+    np.testing.assert_array_equal(W1, np.clip(U, -1.0, 1.0))
+    np.testing.assert_array_equal(c1, c2)
+    np.testing.assert_array_equal(c1 - np.arange(width), np.count_nonzero(np.abs(U) > 1, axis=0))
+    np.testing.assert_array_equal(h1, h2)
+
+
+def test_clip_block_on_column_views():
+    """The kernel is called on the trailing columns of a count vector (a view)."""
+    U = np.array([[2.0, 0.0, -5.0], [0.2, 0.3, 0.4]])
+    W = np.empty_like(U)
+    count = np.zeros(5, dtype=np.int64)
+    hit = np.zeros(2, dtype=np.uint8)
+    assert clip_block(U, W, count[2:], hit) == 1
+    assert count.tolist() == [0, 0, 1, 0, 1]
+    assert hit.tolist() == [1, 0]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.integers(1, 50),
+    width=st.integers(1, 30),
+    threshold=st.sampled_from([0.5, 0.999999, 1.0, 1.0000001, 2.0]),
+    single=st.booleans(),
+)
+def test_screen_block_equals_the_numpy_reference(seed, rows, width, threshold, single):
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((rows, width)).astype(np.float32 if single else np.float64)
+    U[rng.random((rows, width)) < 0.1] = threshold  # at the threshold: not flagged
+    hits = []
+    for fn in (screen_block, screen_block_reference):
+        hit = np.full(rows + 2, 9, dtype=np.uint8)
+        total = fn(U, threshold, hit)
+        hits.append((total, hit[:rows].copy()))
+    assert hits[0][0] == hits[1][0]
+    np.testing.assert_array_equal(hits[0][1], hits[1][1])
+    expected = np.any(np.abs(U.astype(np.float64)) > threshold, axis=1)
+    np.testing.assert_array_equal(hits[0][1], expected)
