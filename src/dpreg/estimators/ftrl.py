@@ -57,6 +57,7 @@ from dpreg.estimators.ftrl_correlations import (
     independent,
 )
 from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
+from dpreg.estimators.ftrl_kernel import data_steps_compiled
 from dpreg.estimators.ftrl_noise import DIRECT_TAPS, correlated_noise
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
@@ -72,6 +73,8 @@ from dpreg.results import Fit
 
 __all__ = [
     "DIRECT_TAPS",
+    "FTRL_KERNELS",
+    "KERNEL_AUTO_MIN_ROWS",
     "MAX_STEPS",
     "SENSITIVITIES",
     "StreamingResult",
@@ -86,6 +89,16 @@ __all__ = [
     "stream_certificate",
     "stream_noise",
 ]
+
+FTRL_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+"""Step loops of :func:`fit_dp_ftrl`: compiled (:mod:`dpreg.estimators.ftrl_kernel`), the
+numpy reference, or ``"auto"`` (compiled from :data:`KERNEL_AUTO_MIN_ROWS` row-steps)."""
+
+KERNEL_AUTO_MIN_ROWS = 1 << 19
+"""``kernel="auto"`` compiles when trials x T x batch size reaches this (a public count):
+from here the compiled loop saves 0.05-0.3 s per call (0.04 -> 0.02 s per 10^5 row-steps
+at d = 18, 0.04 -> 0.014 s at d = 128), which pays for numba's one-time start in a
+fresh process (its import and cache load, about 1 s) within a few calls."""
 
 SENSITIVITIES: tuple[str, ...] = ("finite", "infinite")
 """Calibrate with :math:`\\gamma_T` (finite horizon) or :math:`\\gamma_\\infty` (anytime)."""
@@ -742,6 +755,7 @@ def fit_dp_ftrl(
     bound_X: float | None = None,
     bound_y: float | None = None,
     epochs: int = 1,
+    kernel: str = "auto",
 ) -> Fit:
     r"""DP-FTRL (Algorithm 1) for least squares on a dataset: one or several passes.
 
@@ -839,6 +853,12 @@ def fit_dp_ftrl(
         Passes :math:`E \ge 1` over the rows (a public input), each row participating
         :math:`E` times, :math:`\lfloor n/b\rfloor` steps apart. At most
         :data:`MAX_STEPS` steps in all.
+    kernel : {"auto", "numba", "numpy"}, default "auto"
+        The step loop (:data:`FTRL_KERNELS`): ``"numpy"`` the reference, ``"numba"``
+        the compiled loop (:mod:`dpreg.estimators.ftrl_kernel`; same draws, iterates
+        equal to the reference's up to the order of floating-point additions),
+        ``"auto"`` the compiled one when trials x T x ``batch_size`` reaches
+        :data:`KERNEL_AUTO_MIN_ROWS`.
 
     Returns
     -------
@@ -901,6 +921,7 @@ def fit_dp_ftrl(
     check_choice(method, "method", CALIBRATIONS)
     check_choice(conversion, "conversion", CONVERSIONS)
     check_choice(neighbours, "neighbours", NEIGHBOURS)
+    check_choice(kernel, "kernel", FTRL_KERNELS)
     if not isinstance(shuffle, bool | np.bool_):
         raise TypeError(f"shuffle must be True or False; got {shuffle!r}")
     if epochs > 1 and sensitivity != "finite":
@@ -941,7 +962,10 @@ def fit_dp_ftrl(
         order = np.broadcast_to(np.arange(used), (trials, used))
     order = order.reshape(trials, steps_per_epoch, batch_size)
     path = np.empty((trials, T, d)) if return_path else None
-    theta, clipped = _data_steps(
+    if kernel == "auto":
+        kernel = "numba" if trials * T * batch_size >= KERNEL_AUTO_MIN_ROWS else "numpy"
+    steps = data_steps_compiled if kernel == "numba" else _data_steps
+    theta, clipped = steps(
         X, y, order, theta, epochs=epochs, eta=eta, clip=clip, ridge=ridge, noise=noise,
         path=path,
     )  # fmt: skip
