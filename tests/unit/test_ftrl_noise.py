@@ -145,6 +145,7 @@ def test_simulation_equals_a_frozen_copy_of_the_former_code(
         sigma_sgd=sigma_sgd,
         initial_distance=initial_distance,
         max_noise_bytes=cap,
+        kernel="numpy",  # the reference loop; the compiled one: tests/unit/test_ftrl_sim_kernel.py
     )
     # the former cap counted two float32 arrays (8 T d bytes per seed): twice the new one
     subopt, trace = _former_simulation(

@@ -59,6 +59,7 @@ from dpreg.estimators.ftrl_correlations import (
 from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
 from dpreg.estimators.ftrl_kernel import data_steps_compiled
 from dpreg.estimators.ftrl_noise import DIRECT_TAPS, correlated_noise
+from dpreg.estimators.ftrl_sim_kernel import sim_block
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.privacy.correlated import (
@@ -77,6 +78,7 @@ __all__ = [
     "KERNEL_AUTO_MIN_ROWS",
     "MAX_STEPS",
     "SENSITIVITIES",
+    "SIM_KERNELS",
     "StreamingResult",
     "correlated_noise",
     "fit_dp_ftrl",
@@ -99,6 +101,9 @@ KERNEL_AUTO_MIN_ROWS = 1 << 19
 from here the compiled loop saves 0.05-0.3 s per call (0.04 -> 0.02 s per 10^5 row-steps
 at d = 18, 0.04 -> 0.014 s at d = 128), which pays for numba's one-time start in a
 fresh process (its import and cache load, about 1 s) within a few calls."""
+
+SIM_KERNELS: tuple[str, ...] = ("numba", "numpy")
+"""Step loops of :func:`simulate_streaming_regression`: compiled or the numpy reference."""
 
 SENSITIVITIES: tuple[str, ...] = ("finite", "infinite")
 """Calibrate with :math:`\\gamma_T` (finite horizon) or :math:`\\gamma_\\infty` (anytime)."""
@@ -169,6 +174,7 @@ def simulate_streaming_regression(
     record_every: int = 100,
     initial_distance: float = 0.0,
     max_noise_bytes: int = _DEFAULT_NOISE_BYTES,
+    kernel: str = "numba",
 ) -> StreamingResult:
     r"""Noisy-FTRL / Noisy-SGD on streaming linear regression (§2.2, Fig. 2).
 
@@ -230,6 +236,11 @@ def simulate_streaming_regression(
         Memory cap of the precomputed noise of one seed group (4 T d bytes per seed;
         at least one seed per group). The default, 512 MB, gives the groups, hence the
         draws, of the former two-array implementation with its 1 GB cap.
+    kernel : {"numba", "numpy"}
+        :data:`SIM_KERNELS`: the step loop in compiled code
+        (:func:`~dpreg.estimators.ftrl_sim_kernel.sim_block`, the default) or the numpy
+        loop (the reference). Same draws; the two agree to round-off (only the order of
+        the additions in the two sums over coordinates differs).
 
     Returns
     -------
@@ -252,6 +263,7 @@ def simulate_streaming_regression(
     if not (0.0 < tail_fraction <= 1.0):
         raise ValueError(f"tail_fraction must lie in (0, 1]; got {tail_fraction!r}")
     record_every = check_trials(record_every, name="record_every")
+    check_choice(kernel, "kernel", SIM_KERNELS)
     d = lam.size
     gamma_sq = correlation.gamma_inf_sq if sensitivity == "infinite" else None
     if gamma_sq is None:
@@ -290,6 +302,25 @@ def simulate_streaming_regression(
             stop = min(block + _INPUT_BLOCK, T)
             m = stop - block
             z = rng.standard_normal(dtype=np.float32, out=z_buf[:m])
+            if kernel == "numba":
+                xi = sigma_sgd * rng.standard_normal((m, g)) if sigma_sgd > 0 else None
+                rec = sim_block(
+                    z,
+                    noise[block:stop],
+                    xi,
+                    delta,
+                    acc,
+                    trace,
+                    sqrt_lam=sqrt_lam,
+                    lam=lam,
+                    eta=eta,
+                    first=first,
+                    rec=rec,
+                    block=block,
+                    start_tail=start_tail,
+                    record_every=record_every,
+                )
+                continue
             X = np.multiply(z, sqrt_lam, out=X_buf[:m])
             X_eta = np.multiply(X, eta, out=X_eta_buf[:m])
             N = N_buf[:m]

@@ -285,7 +285,7 @@ def solve_me(
         eigendecomposition per evaluation (:mod:`dpreg.estimators.ftrl_me_dual`): the
         same certificate (a dual bound and a feasible point of the same form). At
         T = 2000: 10 eigendecompositions on the prefix-sum workload, 49 on the momentum
-        workload and 70 for 20 epochs of 100 steps, against 37, more than 300 (not
+        workload and 59 for 20 epochs of 100 steps, against 37, more than 300 (not
         certified) and 108 for the fixed point (docs/scaling.md). ``auto``: ``lbfgs`` unless
         ``relaxation != 1``.
 

@@ -59,6 +59,18 @@ either side (blocks) of its starting value (a factor e^30 ~ 1e13): a line search
 then never overflow the eigendecomposition."""
 
 
+LBFGS_MEMORY = 10
+"""Correction pairs kept by L-BFGS on the one-participation dual (scipy's ``maxcor``, its
+default: more does not help there, 29 evaluations with 10, 50 or 100 on the momentum
+workload at T = 1000)."""
+
+BLOCK_LBFGS_MEMORY = 100
+"""Correction pairs kept by L-BFGS on the fixed-epoch block dual. On the momentum workload
+(T = 500, 5 epochs of 100 steps, tol 1e-5) 10 pairs took 777 evaluations, 50 took 319, 100
+took 220 and 200 took 172 (30: not certified after 1500): the block dual's curvature is
+badly conditioned and a longer memory models it (issue 18, docs/scaling.md)."""
+
+
 class _Certified(Exception):
     """Raised inside the objective to stop the optimiser once the gap is closed."""
 
@@ -157,7 +169,13 @@ def solve_single_dual(
             jac=True,
             method="L-BFGS-B",
             bounds=list(zip(lower, upper, strict=True)),
-            options={"maxiter": max_iter, "maxfun": max_iter, "ftol": 0.0, "gtol": 0.0},
+            options={
+                "maxiter": max_iter,
+                "maxfun": max_iter,
+                "maxcor": LBFGS_MEMORY,
+                "ftol": 0.0,
+                "gtol": 0.0,
+            },
         )
         # L-BFGS stopped before the gap closed: fixed-point steps from its last point
         u = dual.last_u
@@ -307,7 +325,13 @@ def solve_block_dual(
                 jac=True,
                 method="L-BFGS-B",
                 bounds=bounds,
-                options={"maxiter": max_iter, "maxfun": max_iter, "ftol": 0.0, "gtol": 0.0},
+                options={
+                    "maxiter": max_iter,
+                    "maxfun": max_iter,
+                    "maxcor": BLOCK_LBFGS_MEMORY,
+                    "ftol": 0.0,
+                    "gtol": 0.0,
+                },
             )
             x = dual.last_x  # stopped before the gap closed: restart from the last point
     except _Certified:
