@@ -37,6 +37,7 @@ from dpreg._validation import (
     check_rng,
     check_trials,
 )
+from dpreg.data.normal_kernel import standard_normal_fill
 from dpreg.estimators.ambssgd_privacy import LOCAL_MECHANISMS, calibrate_dp_ssgd
 from dpreg.estimators.dp_ssgd_kernel import path_chunk, stream_chunk
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
@@ -150,8 +151,8 @@ def dp_ssgd_path(
         buf = np.empty((min(chunk, n), trials, d))
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
-        if kernel == "numba":  # the draw below; the kernel scales it and reads rows in place
-            G = rng.standard_normal(out=buf[: stop - start])
+        if kernel == "numba":  # the draw below (numpy's values, compiled); the kernel scales
+            G = standard_normal_fill(rng, buf[: stop - start])  # it and reads rows in place
             path_chunk(
                 Xf, yf, pf, G, W, W_sum, clipped, noise_scale=float(noise_scale), start=start,
                 stop=stop, eta=float(eta), clip=float(clip), tail_start=tail_start,
@@ -339,7 +340,7 @@ def _stream_steps(
         if kernel == "numba":  # the draw below, scaled inside the kernel (same products)
             if buf is None or buf.shape[0] < k:
                 buf = np.empty((k, D, 1, d, R))
-            G = rng.standard_normal(out=buf[:k])
+            G = standard_normal_fill(rng, buf[:k])  # = rng.standard_normal(out=buf[:k])
             stream_chunk(
                 np.ascontiguousarray(X, dtype=np.float64), Y,
                 np.ascontiguousarray(norms[:, :, 0]), G, W, W_sum, clipped,
