@@ -103,3 +103,55 @@ def test_bad_input_names_the_argument():
         AdasspStatistics(0, bound_X=1.0, bound_y=1.0)
     with pytest.raises(ValueError, match="bound_y"):
         AdasspStatistics(2, bound_X=1.0, bound_y=[1.0, -1.0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    m=st.integers(0, 60),
+    d=st.integers(1, 300),
+    k=st.integers(1, 3),
+    scale=st.floats(0.1, 3.0),
+    seed=st.integers(0, 2**32),
+)
+def test_compiled_clipping_equals_the_reference_bit_for_bit(m, d, k, scale, seed):
+    """add_clipped's compiled pass against numpy's clip + add (the reference)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((m, d)) * scale / np.sqrt(d) * rng.uniform(0.2, 2.0, (m, 1))
+    Y = rng.standard_normal((m, k)) * scale
+    got, ref = (AdasspStatistics(d, bound_X=1.0, bound_y=np.linspace(0.5, 1.5, k)) for _ in "ab")
+    for _ in range(2):  # two blocks: the sums accumulate
+        c_got = got.add_clipped(X, Y, kernel="numba")
+        c_ref = ref.add_clipped(X, Y, kernel="numpy")
+        np.testing.assert_array_equal(c_got, c_ref)
+    for name in ("xtx", "xty", "yty", "n"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(ref, name))
+    norms = np.linalg.norm(X, axis=1)  # independent: the counts from the definition
+    expected = ((norms > 1.0)[:, None] | (np.abs(Y) > np.linspace(0.5, 1.5, k))).sum(axis=0)
+    np.testing.assert_array_equal(c_got, expected)
+
+
+def test_compiled_row_norms_are_numpys():
+    from dpreg.estimators.adassp_stream_kernel import clip_block
+
+    rng = np.random.default_rng(5)
+    for d in (1, 7, 8, 9, 127, 128, 129, 200, 257, 1000):
+        X = rng.standard_normal((40, d)) * rng.uniform(0.01, 100.0, (40, 1))
+        _, _, norms, finite = clip_block(X, np.zeros((40, 1)), 1.0, np.ones(1), np.zeros(1))
+        np.testing.assert_array_equal(norms, np.linalg.norm(X, axis=1))
+        assert finite
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_add_clipped_rejects_bad_blocks(kernel):
+    stats = AdasspStatistics(2, bound_X=1.0, bound_y=1.0)
+    with pytest.raises(ValueError, match="finite"):
+        stats.add_clipped(np.array([[np.nan, 0.0]]), np.array([0.0]), kernel=kernel)
+    with pytest.raises(ValueError, match="finite"):
+        stats.add_clipped(np.array([[0.1, 0.0]]), np.array([np.inf]), kernel=kernel)
+    with pytest.raises(ValueError, match="X must have shape"):
+        stats.add_clipped(np.zeros((2, 3)), np.zeros(2), kernel=kernel)
+    with pytest.raises(ValueError, match="Y must have shape"):
+        stats.add_clipped(np.zeros((2, 2)), np.zeros(3), kernel=kernel)
+    assert stats.n == 0 and not stats.xtx.any()
+    with pytest.raises(ValueError, match="kernel"):
+        stats.add_clipped(np.zeros((2, 2)), np.zeros(2), kernel="fast")

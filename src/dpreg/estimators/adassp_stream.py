@@ -22,7 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from dpreg._validation import check_positive, check_rng, check_row_norm_bound, check_trials
+from dpreg._validation import (
+    check_choice,
+    check_positive,
+    check_rng,
+    check_row_norm_bound,
+    check_trials,
+)
 from dpreg.estimators.adassp import adassp_release, check_adassp_options
 from dpreg.privacy.budgets import ApproxDP
 from dpreg.results import Fit
@@ -87,6 +93,57 @@ class AdasspStatistics:
             check_row_norm_bound(X, self.bound_X, "X", "bound_X")
             for j in range(self.k):
                 check_row_norm_bound(Y[:, j], float(self.bound_y[j]), f"Y[:, {j}]", "bound_y")
+        self._accumulate(X, Y)
+
+    def add_clipped(self, X: Any, Y: Any, *, kernel: str = "numba") -> np.ndarray:
+        r"""Clip a block of rows to the public bounds, add it, return the clipped counts.
+
+        Row i becomes :math:`x_i\min\{1, C_X/\|x_i\|\}` and each response
+        :math:`Y_{ij}` is clipped to :math:`[-C_{Y,j}, C_{Y,j}]`; the returned array (k,)
+        counts, per column j, the rows whose x or :math:`Y_{ij}` was clipped. Clipping to
+        the public bounds before the sums is what makes the statistics bounded
+        (rows then satisfy :meth:`add`'s checks by construction). ``kernel="numba"``
+        clips in one compiled pass (:mod:`dpreg.estimators.adassp_stream_kernel`; the
+        same clipped rows, bit for bit), ``"numpy"`` is the reference (clip, then
+        :meth:`add`).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> stats = AdasspStatistics(2, bound_X=1.0, bound_y=1.0)
+        >>> stats.add_clipped(np.array([[3.0, 4.0], [0.3, 0.4]]), np.array([2.0, -0.5]))
+        array([1.])
+        >>> np.round(stats.xty[:, 0], 12).tolist()
+        [0.45, 0.6]
+        """
+        check_choice(kernel, "kernel", ("numba", "numpy"))
+        X = np.asarray(X, dtype=np.float64)
+        Y = np.asarray(Y, dtype=np.float64)
+        if Y.ndim == 1:
+            Y = Y[:, None]
+        if X.ndim != 2 or X.shape[1] != self.d:
+            raise ValueError(f"X must have shape (m, {self.d}); got {X.shape}")
+        if Y.shape != (X.shape[0], self.k):
+            raise ValueError(f"Y must have shape ({X.shape[0]}, {self.k}); got {Y.shape}")
+        if kernel == "numpy":
+            if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
+                raise ValueError("X and Y must be finite")
+            norms = np.linalg.norm(X, axis=1)
+            Xc = X * np.minimum(1.0, self.bound_X / norms)[:, None]
+            Yc = np.clip(Y, -self.bound_y, self.bound_y)
+            self.add(Xc, Yc)
+            return ((norms > self.bound_X)[:, None] | (np.abs(Y) > self.bound_y)).sum(axis=0)
+        from dpreg.estimators.adassp_stream_kernel import clip_block
+
+        clipped = np.zeros(self.k)
+        Xc, Yc, _, finite = clip_block(X, Y, self.bound_X, self.bound_y, clipped)
+        if not finite:
+            raise ValueError("X and Y must be finite")
+        self._accumulate(Xc, Yc)
+        return clipped
+
+    def _accumulate(self, X: np.ndarray, Y: np.ndarray) -> None:
+        """Add checked rows to the sums."""
         self.xtx += X.T @ X
         self.xty += X.T @ Y
         self.yty += np.einsum("ij,ij->j", Y, Y)

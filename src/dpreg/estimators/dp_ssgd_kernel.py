@@ -66,26 +66,51 @@ def _kernels() -> tuple[Any, Any]:
 
     @numba.njit(cache=True, nogil=True)
     def stream_kernel(
-        X, Y, norms, G, scale, W, W_sum, clipped, eta_clip, clip, first_step, tail_start
+        X,
+        base,
+        z,
+        sig,
+        norms,
+        G,
+        scale,
+        W,
+        W_sum,
+        clipped,
+        eta_clip,
+        clip,
+        first_step,
+        tail_start,
     ):
-        # X (D, k, d), Y (D, k, R), norms (D, k), G (k, D, 1, d, R) standard normals,
+        # X (D, k, d) (any strides), y = base + z sig (D, k, R) from base, z (D, k) and
+        # sig (R,) (sig empty: y = base), norms (D, k), G (k, D, 1, d, R) standard normals,
         # scale (R,) = 2 eta zeta alpha; W, W_sum (D, 1, d, R) and clipped (D, R) updated.
+        # The R runs are the inner loop (W's contiguous axis); each run's sums are added
+        # in the order of the reference.
         D, c, d = X.shape
-        R = Y.shape[2]
+        R = W.shape[3]
+        has_z = sig.shape[0] == R
+        r = np.empty(R)
         for j in range(c):
             in_tail = first_step + j + 1 >= tail_start
             for k in range(D):
                 for q in range(R):
-                    r = 0.0
-                    for i in range(d):
-                        r += X[k, j, i] * W[k, 0, i, q]
-                    r -= Y[k, j, q]
-                    gr = abs(r) * norms[k, j]
+                    r[q] = 0.0
+                for i in range(d):
+                    x = X[k, j, i]
+                    for q in range(R):
+                        r[q] += x * W[k, 0, i, q]
+                nrm = norms[k, j]
+                for q in range(R):
+                    y = base[k, j] + z[k, j] * sig[q] if has_z else base[k, j]
+                    v = r[q] - y
+                    gr = abs(v) * nrm
                     if gr > clip[q]:
                         clipped[k, q] += 1.0
-                    r *= eta_clip[q] / max(gr, clip[q])
-                    for i in range(d):
-                        w = W[k, 0, i, q] - X[k, j, i] * r
+                    r[q] = v * (eta_clip[q] / max(gr, clip[q]))
+                for i in range(d):
+                    x = X[k, j, i]
+                    for q in range(R):
+                        w = W[k, 0, i, q] - x * r[q]
                         w -= G[j, k, 0, i, q] * scale[q]
                         W[k, 0, i, q] = w
                         if in_tail:
@@ -132,7 +157,9 @@ def path_chunk(
 
 def stream_chunk(
     X: np.ndarray,
-    Y: np.ndarray,
+    base: np.ndarray,
+    z: np.ndarray | None,
+    sigma: np.ndarray,
     norms: np.ndarray,
     G: np.ndarray,
     W: np.ndarray,
@@ -147,8 +174,10 @@ def stream_chunk(
 ) -> None:
     r"""Run one chunk of :func:`~dpreg.estimators.dp_ssgd.dp_ssgd_stream_pass` in place.
 
-    ``X`` (D, k, d), ``Y`` (D, k, R), ``norms`` (D, k), ``G`` (k, D, 1, d, R) the chunk's
-    standard normals, ``noise_scale`` (R,) :math:`2\eta\zeta\alpha` per run; ``W``, ``W_sum``
+    ``X`` (D, k, d) (read in place, any strides), responses
+    :math:`y = \text{base} + \sigma_r z` from ``base``, ``z`` (D, k) (``None``: y = base)
+    and ``sigma`` (R,), ``norms`` (D, k), ``G`` (k, D, 1, d, R) the chunk's standard
+    normals, ``noise_scale`` (R,) :math:`2\eta\zeta\alpha` per run; ``W``, ``W_sum``
     (D, 1, d, R) and ``clipped`` (D, R) are updated; ``eta_clip`` (R,) is
     :math:`\eta\zeta`, ``clip`` (R,) :math:`\zeta`. No validation.
 
@@ -157,12 +186,21 @@ def stream_chunk(
     >>> import numpy as np
     >>> W, S, c = np.zeros((1, 1, 2, 1)), np.zeros((1, 1, 2, 1)), np.zeros((1, 1))
     >>> X = np.array([[[1.0, 0.0]]])
-    >>> stream_chunk(X, np.array([[[2.0]]]), np.ones((1, 1)), np.zeros((1, 1, 1, 2, 1)),
-    ...              W, S, c, noise_scale=np.ones(1), eta_clip=np.array([5.0]),
-    ...              clip=np.array([10.0]), first_step=0, tail_start=1)
+    >>> stream_chunk(X, np.array([[2.0]]), None, np.zeros(1), np.ones((1, 1)),
+    ...              np.zeros((1, 1, 1, 2, 1)), W, S, c, noise_scale=np.ones(1),
+    ...              eta_clip=np.array([5.0]), clip=np.array([10.0]), first_step=0,
+    ...              tail_start=1)
     >>> W[0, 0, :, 0].tolist(), c.tolist()
     ([1.0, 0.0], [[0.0]])
     """
+    X = np.asarray(X, dtype=np.float64)
+    base = np.asarray(base, dtype=np.float64)
+    if z is None:
+        z, sigma = base, np.empty(0)  # the kernel reads y = base
+    else:
+        z = np.asarray(z, dtype=np.float64)
+        sigma = np.ascontiguousarray(np.broadcast_to(sigma, (W.shape[3],)), dtype=np.float64)
     _kernels()[1](
-        X, Y, norms, G, noise_scale, W, W_sum, clipped, eta_clip, clip, first_step, tail_start
-    )
+        X, base, z, sigma, norms, G, noise_scale, W, W_sum, clipped, eta_clip, clip,
+        first_step, tail_start,
+    )  # fmt: skip

@@ -59,10 +59,15 @@ class StreamedAdasspStatistics:
     :class:`~dpreg.estimators.adassp_stream.AdasspStatistics` (one ``X'y`` column per
     sigma), counting the clipped rows. As an observer of the cell's
     :class:`~dpreg.data.streams.GaussianStream` (blocks = its chunks) it reads the rows
-    DP-AMBSSGD's pass draws, without a draw of its own.
+    DP-AMBSSGD's pass draws, without a draw of its own. ``kernel``: the clipping pass of
+    :meth:`~dpreg.estimators.adassp_stream.AdasspStatistics.add_clipped` (compiled, or
+    the numpy reference: the same statistics, bit for bit).
     """
 
-    def __init__(self, spec: dict[str, Any], lam: np.ndarray, n_trials: int):
+    def __init__(
+        self, spec: dict[str, Any], lam: np.ndarray, n_trials: int, *, kernel: str = "numba"
+    ):
+        self.kernel = kernel
         self.n, d, sigmas = spec["n"], spec["d"], spec["sigmas"]
         bounds = [adassp_bounds(d, lam, s) for s in sigmas]
         self.bx = bounds[0][0]
@@ -79,13 +84,9 @@ class StreamedAdasspStatistics:
         k = min(X.shape[1], self.n - self.done)
         if k <= 0:
             return
-        bx, by = self.bx, self.by
         for t, stats in enumerate(self.stats):
-            Xt, bt, zt = X[t, :k], base[t, :k], z[t, :k]
-            Y = bt[:, None] + zt[:, None] * self.sig  # (k, sigmas): y = base + sigma z
-            norms = np.linalg.norm(Xt, axis=1)
-            stats.add(Xt * np.minimum(1.0, bx / norms)[:, None], np.clip(Y, -by, by))
-            self.clipped[t] += ((norms > bx)[:, None] | (np.abs(Y) > by)).sum(axis=0)
+            Y = base[t, :k, None] + z[t, :k, None] * self.sig  # (k, sigmas): y = base + sigma z
+            self.clipped[t] += stats.add_clipped(X[t, :k], Y, kernel=self.kernel)
         self.done += k
 
 

@@ -1,0 +1,113 @@
+"""Compiled standard normals (issue 18): numpy's values and generator state, bit for bit.
+
+Independent computation: ``Generator.standard_normal`` itself on a generator seeded alike.
+Every consumer (the Varshney stream, DP-SSGD's noise) must then give the same rows and
+the same results as with numpy's draws.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpreg.data import streams
+from dpreg.data.normal_kernel import standard_normal_fill
+from dpreg.data.streams import GaussianStream
+from dpreg.estimators.dp_ssgd import DpSsgdFeed, dp_ssgd_path
+
+_BIT_GENERATORS = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**63),
+    shape=st.lists(st.integers(0, 40), min_size=0, max_size=3),
+    bit_generator=st.sampled_from(_BIT_GENERATORS),
+    before=st.integers(0, 5),
+)
+def test_fill_equals_numpy_values_and_state(seed, shape, bit_generator, before):
+    ours, ref = np.random.Generator(bit_generator(seed)), np.random.Generator(bit_generator(seed))
+    ours.standard_normal(before)  # a generator already in use
+    ref.standard_normal(before)
+    got = standard_normal_fill(ours, np.empty(shape))
+    np.testing.assert_array_equal(got, ref.standard_normal(shape))
+    np.testing.assert_equal(ours.bit_generator.state, ref.bit_generator.state)
+    np.testing.assert_array_equal(ours.standard_normal(7), ref.standard_normal(7))
+
+
+def test_fill_equals_numpy_on_a_large_draw():
+    # about 10^6 draws: the ziggurat's rare tail and wedge branches are taken
+    got = standard_normal_fill(np.random.default_rng(11), np.empty((1000, 1001)))
+    ref = np.random.default_rng(11).standard_normal((1000, 1001))
+    np.testing.assert_array_equal(got, ref)
+    assert np.abs(ref).max() > 4.5  # the tail branch was exercised
+
+
+def test_fill_rejects_bad_arguments():
+    rng = np.random.default_rng(0)
+    with pytest.raises(TypeError, match="rng"):
+        standard_normal_fill(np.random.RandomState(0), np.empty(3))
+    with pytest.raises(ValueError, match="out"):
+        standard_normal_fill(rng, np.empty((4, 4))[:, ::2])
+    with pytest.raises(ValueError, match="out"):
+        standard_normal_fill(rng, np.empty(3, dtype=np.float32))
+
+
+@pytest.mark.parametrize("kernel", ["numba", "auto"])
+def test_stream_rows_do_not_depend_on_the_draw_kernel(kernel, monkeypatch):
+    monkeypatch.setattr(streams, "AUTO_MIN_NORMALS", 300)  # auto: numpy first, then numba
+    monkeypatch.setattr(streams, "sys", types.SimpleNamespace(modules={}))
+    lam, w = np.array([1.0, 0.5, 0.25]), np.array([0.3, -1.0, 2.0])
+    ref = GaussianStream(4, [0, 7], lam, w, chunk_rows=50, kernel="numpy").take(180)
+    src = GaussianStream(4, [0, 7], lam, w, chunk_rows=50, kernel=kernel)
+    fills = []
+    original = src._normal_fill
+    src._normal_fill = lambda count: fills.append(original(count)) or fills[-1]
+    got = src.take(180)
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert fills[-1] is standard_normal_fill
+    if kernel == "auto":
+        assert fills[0] is streams._numpy_fill
+
+
+def test_stream_rejects_an_unknown_kernel():
+    with pytest.raises(ValueError, match="kernel"):
+        GaussianStream(0, [0], np.ones(2), np.ones(2), kernel="fast")
+
+
+def _feed(kernel, chunk, rows):
+    feed = DpSsgdFeed(
+        2, 3, 300, eta=np.array([0.05, 0.1]), clip=np.array([1.0, 0.5]),
+        noise_multiplier=np.array([0.7, 1.3]), sigma=np.array([0.1, 0.0]),
+        rng=np.random.default_rng(9), chunk=chunk, kernel=kernel,
+    )  # fmt: skip
+    for start in range(0, 300, 64):
+        feed(*(a[:, start : start + 64] for a in rows))
+    return feed.result
+
+
+def test_dp_ssgd_stream_noise_is_numpys_draw():
+    """The compiled kernel with compiled draws against the numpy loop with numpy's draws."""
+    rows = GaussianStream(2, [0, 1], np.ones(3), np.array([1.0, 0.0, -1.0]), kernel="numpy")
+    rows = rows.take(300)
+    for chunk in (32, 100):
+        got, ref = _feed("numba", chunk, rows), _feed("numpy", chunk, rows)
+        np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(got[1], ref[1])
+
+
+def test_dp_ssgd_path_noise_is_numpys_draw():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(500, 3)) / 2
+    y = X @ np.ones(3) + 0.1 * rng.normal(size=500)
+    perm = np.argsort(rng.random((4, 500)), axis=1)
+    kw = {"eta": 0.05, "clip": 0.5, "noise_multiplier": 0.8, "chunk": 128}
+    got = dp_ssgd_path(X, y, perm, rng=np.random.default_rng(3), kernel="numba", **kw)
+    ref = dp_ssgd_path(X, y, perm, rng=np.random.default_rng(3), kernel="numpy", **kw)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(got[1], ref[1])
