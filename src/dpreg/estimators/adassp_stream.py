@@ -73,12 +73,8 @@ class AdasspStatistics:
         self.xty = np.zeros((self.d, self.k))
         self.yty = np.zeros(self.k)
 
-    def add(self, X: Any, Y: Any) -> None:
-        """Add a block of rows: ``X`` (m, d), ``Y`` (m,) for one column or (m, k).
-
-        Raises ValueError (naming the argument) on a bad shape, a non-finite value or a row
-        outside the public bounds; nothing is added then.
-        """
+    def _block_arrays(self, X: Any, Y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Return a block as float64 arrays of shapes (m, d), (m, k), or raise naming it."""
         X = np.asarray(X, dtype=np.float64)
         Y = np.asarray(Y, dtype=np.float64)
         if Y.ndim == 1:
@@ -87,6 +83,15 @@ class AdasspStatistics:
             raise ValueError(f"X must have shape (m, {self.d}); got {X.shape}")
         if Y.shape != (X.shape[0], self.k):
             raise ValueError(f"Y must have shape ({X.shape[0]}, {self.k}); got {Y.shape}")
+        return X, Y
+
+    def add(self, X: Any, Y: Any) -> None:
+        """Add a block of rows: ``X`` (m, d), ``Y`` (m,) for one column or (m, k).
+
+        Raises ValueError (naming the argument) on a bad shape, a non-finite value or a row
+        outside the public bounds; nothing is added then.
+        """
+        X, Y = self._block_arrays(X, Y)
         if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
             raise ValueError("X and Y must be finite")
         if X.shape[0]:  # the checks of fit_adassp, block by block
@@ -117,14 +122,7 @@ class AdasspStatistics:
         [0.45, 0.6]
         """
         check_choice(kernel, "kernel", ("numba", "numpy"))
-        X = np.asarray(X, dtype=np.float64)
-        Y = np.asarray(Y, dtype=np.float64)
-        if Y.ndim == 1:
-            Y = Y[:, None]
-        if X.ndim != 2 or X.shape[1] != self.d:
-            raise ValueError(f"X must have shape (m, {self.d}); got {X.shape}")
-        if Y.shape != (X.shape[0], self.k):
-            raise ValueError(f"Y must have shape ({X.shape[0]}, {self.k}); got {Y.shape}")
+        X, Y = self._block_arrays(X, Y)
         if kernel == "numpy":
             if not (np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
                 raise ValueError("X and Y must be finite")
