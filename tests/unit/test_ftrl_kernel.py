@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_ftrl_data_steps import _problem  # the same random problem as the reference tests
 
 from dpreg import ZCDP, ApproxDP
 from dpreg.estimators.ftrl import (
@@ -26,18 +27,6 @@ from dpreg.estimators.ftrl import (
 from dpreg.estimators.ftrl_kernel import data_steps_compiled
 
 RTOL = 1e-10
-
-
-def _problem(seed, n, d, trials, batch, epochs):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) / math.sqrt(d)
-    y = np.clip(X @ rng.normal(size=d) + 0.3 * rng.normal(size=n), -1, 1)
-    steps = n // batch
-    order = np.argsort(rng.random((trials, n)), axis=1)[:, : steps * batch]
-    order = order.reshape(trials, steps, batch)
-    noise = rng.normal(size=(epochs * steps, trials, d)) * 0.01
-    theta0 = rng.normal(size=(trials, d)) * 0.1
-    return X, y, order, noise, theta0
 
 
 @settings(max_examples=30, deadline=None)
