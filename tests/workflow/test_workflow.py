@@ -365,42 +365,102 @@ def _stale_files(workdir: Path) -> list[str]:
     return found
 
 
-def test_killed_run_resumes_to_identical_artifacts(smoke_run, tmp_path, repo_root):
-    import os
-    import signal
-    import time
-
-    workdir = _subset_workdir(repo_root, tmp_path / "killed", [KILLED_STUDY])
-    config = yaml.safe_load((workdir / "config" / "smoke.yaml").read_text())
-    config["chunks_per_job"] = 1  # one job per chunk: the kill falls between two jobs
-    config["studies"][KILLED_STUDY].pop("chunks_per_job", None)
-    (workdir / "config" / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    proc = subprocess.Popen(
-        [SNAKEMAKE, "--configfile", "config/smoke.yaml", "--cores", "1"],
+def _start_killable_run(workdir: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [SNAKEMAKE, "--configfile=config/smoke.yaml", "--cores", "1"],
         cwd=workdir,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: SIGTERM reaches snakemake and its jobs
+        start_new_session=True,  # its own process group: a signal to it reaches every job
     )
+
+
+def _wait_inside_a_chunk_job(proc: subprocess.Popen, workdir: Path, chunks: int) -> None:
+    """Wait until ``chunks`` chunk files exist and a job started later has run for 0.5 s.
+
+    Timing the signal into a running job matters for SIGTERM: Snakemake's handler
+    (``JobScheduler.exit_gracefully``, 9.27) takes the scheduler's non-reentrant lock, so a
+    SIGTERM that lands while the scheduler holds it, between one job's end and the next
+    job's start, deadlocks Snakemake (docs/scaling.md, "Killing and resuming"). While a
+    job runs the scheduler only waits, and the signal is handled.
+    """
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + 300
+    written = None  # when the chunk files were first counted complete
+    while True:
+        assert proc.poll() is None, f"snakemake ended before {chunks} chunks were written"
+        assert time.monotonic() < deadline, f"{chunks} chunks not written within 300 s"
+        if written is None:
+            if len(list((workdir / "results" / "runs").rglob("job~*.parquet"))) >= chunks:
+                written = time.time()
+        else:
+            # a job started after that moment: the one that wrote the last file is finished
+            # (it may still be exiting when its file appears, and a kill then deletes it)
+            try:
+                jobs = [
+                    child
+                    for child in psutil.Process(proc.pid).children(recursive=True)
+                    if "run_chunk" in " ".join(child.cmdline())
+                    and child.create_time() > written
+                    and time.time() - child.create_time() > 0.5
+                ]
+            except psutil.Error:  # a process ended while it was being read
+                jobs = []
+            if jobs:
+                return
+        time.sleep(0.05)
+
+
+def _signal_run(proc: subprocess.Popen, sig: int) -> None:
+    import os
+
     try:
-        deadline = time.monotonic() + 300
-        # with --cores 1 a second chunk file means the first job has finished
-        while len(list((workdir / "results" / "runs").rglob("job~*.parquet"))) < 2:
-            assert proc.poll() is None, "snakemake ended before two chunks were written"
-            assert time.monotonic() < deadline, "two chunks not written within 300 s"
-            time.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=120)
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, 9)
             proc.wait(timeout=30)
+
+
+def test_killed_run_resumes_to_identical_artifacts(smoke_run, tmp_path, repo_root):
+    import signal
+
+    workdir = _subset_workdir(repo_root, tmp_path / "killed", [KILLED_STUDY])
+    config = yaml.safe_load((workdir / "config" / "smoke.yaml").read_text())
+    config["chunks_per_job"] = 1  # one job per chunk: the kill falls inside a later job
+    config["studies"][KILLED_STUDY].pop("chunks_per_job", None)
+    (workdir / "config" / "smoke.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    runs = workdir / "results" / "runs"
+
+    # 1. SIGTERM to the process group (scancel, a closed terminal): the running job dies,
+    #    Snakemake deletes its outputs and exits on its own, leaving no lock.
+    proc = _start_killable_run(workdir)
+    _wait_inside_a_chunk_job(proc, workdir, chunks=2)
+    _signal_run(proc, signal.SIGTERM)
+    assert proc.returncode != -signal.SIGKILL, "snakemake did not exit within 60 s of SIGTERM"
     assert not (workdir / "results" / "MANIFEST.sha256").exists(), "the run was not cut midway"
-    survivors = list((workdir / "results" / "runs").rglob("job~*.parquet"))
-    assert survivors, "the finished chunk should survive the kill (and not be recomputed)"
-    # What a SIGKILLed job leaves behind (no clean-up can run): a half-written temporary.
+    after_term = sorted(runs.rglob("job~*.parquet"))
+    assert len(after_term) >= 2, "finished chunks should survive the kill (not be recomputed)"
+    assert not (workdir / ".snakemake" / "locks").is_dir() or not any(
+        (workdir / ".snakemake" / "locks").iterdir()
+    ), "SIGTERM left Snakemake's lock behind"
+
+    # 2. The same command resumes; SIGKILL to the group (OOM killer, power loss) mid-job:
+    #    nothing can clean up, so the lock stays and `--unlock` is the documented step.
+    proc = _start_killable_run(workdir)
+    _wait_inside_a_chunk_job(proc, workdir, chunks=len(after_term) + 1)
+    _signal_run(proc, signal.SIGKILL)
+    assert not (workdir / "results" / "MANIFEST.sha256").exists(), "the run was not cut midway"
+    survivors = sorted(runs.rglob("job~*.parquet"))
+    assert set(after_term) < set(survivors), "the resumed run added chunks and kept the old"
+    # What a SIGKILLed job leaves behind when killed while writing: a half-written temporary.
     stale = survivors[0].parent / ".job~999.parquet.abcd1234.tmp"
     stale.write_bytes(b"half-written")
+    _snakemake(workdir, "--unlock")
     _snakemake(workdir, "--cores", "2")
     assert _stale_files(workdir) == []
     config = yaml.safe_load((workdir / "config" / "smoke.yaml").read_text())
