@@ -124,6 +124,34 @@ def test_mean_ratio_and_tables_and_quoted():
     assert "fig2_slopes" in out and {"slope_sim", "slope_paper"} <= set(out["fig2_slopes"])
 
 
+def test_socp_cross_check_reports_only_converged_solves(monkeypatch):
+    """An SCS solve stopped at its cap is no check: NaN value, its status recorded."""
+    import dpreg.theory.ftrl_socp as socp
+
+    cell = {
+        "kappas": [10.0],
+        "eta": 0.5,
+        "n_uniform": 40,
+        "n_log": 20,
+        "optimize_iterations": 1,
+        "cross_check_kappas": [10.0],
+    }
+    k = get_kind("ftrl_socp_bound")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ok = k.run(cell, trials=1, first_trial=0, seed=1, data=None).set_index("mechanism")
+        monkeypatch.setattr(socp, "SCS_MAX_ITERS", 5)  # far too few: SCS cannot converge
+        capped = k.run(cell, trials=1, first_trial=0, seed=1, data=None).set_index("mechanism")
+    for mech in ("sgd", "nu_ftrl"):
+        assert ok.loc[mech, "cross_check_status"] == socp.CONVERGED
+        assert ok.loc[mech, "bound_cross_check"] == pytest.approx(ok.loc[mech, "bound"], rel=1e-4)
+        assert capped.loc[mech, "cross_check_status"] not in ("", socp.CONVERGED)
+        assert np.isnan(capped.loc[mech, "bound_cross_check"])
+        assert capped.loc[mech, "bound"] == ok.loc[mech, "bound"]  # CLARABEL untouched
+    assert ok.loc["optimized", "cross_check_status"] == ""  # not cross-checked
+    assert np.isnan(ok.loc["optimized", "bound_cross_check"])
+
+
 def test_socp_cell_validation():
     k = get_kind("ftrl_socp_bound")
     with pytest.raises(ValueError, match="^ftrl_socp_bound: kappas must be >= 1"):

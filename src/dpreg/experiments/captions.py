@@ -116,7 +116,10 @@ FIGURE_DESCRIPTIONS: dict[str, str] = {
     ),
     "ftrl_socp_bound": (
         "Theorem 3.1's bound on F_inf against the condition number kappa (log axes) per "
-        "mechanism, and its ratio to Noisy-SGD."
+        "mechanism, and its ratio to Noisy-SGD. Crosses: the bound re-solved by the "
+        "cross-check solver, drawn only where that solve converged (column "
+        "cross_check_status; at kappa = 1 the infimum is not attained and SCS stops "
+        "unconverged: the star, the exact quadratic value, is the check there)."
     ),
     "ftrl_digits": (
         "Scaled-down analogue of Fig. 4: multinomial logistic regression on digits, not the "

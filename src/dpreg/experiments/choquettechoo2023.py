@@ -916,7 +916,8 @@ class FtrlSocpBoundParams(KindParams):
     cross_check_kappas: list[float] = param(
         [],
         doc="condition numbers (added to the grid) where SGD and nu-FTRL are solved again"
-        " with `cross_check_solver`, into `bound_cross_check`",
+        " with `cross_check_solver`, into `bound_cross_check` (NaN unless that solve"
+        " converged; its status in `cross_check_status`)",
         check=_KAPPA,
     )
     cross_check_solver: str = param(
@@ -957,7 +958,11 @@ def run_socp_bound(
     Keys, defaults and ranges: :class:`FtrlSocpBoundParams`. The κ grid is ``kappas``
     or ``n_kappa`` points log-spaced from 1 to ``kappa_max``; ``cross_check_kappas``
     (added to the grid) re-solves SGD and ν-FTRL there with ``cross_check_solver`` into
-    ``bound_cross_check``.
+    ``bound_cross_check``, with the solver's status in ``cross_check_status``: a solve
+    that did not converge (status other than ``optimal``, e.g. at κ = 1, where the
+    infimum is not attained, after :data:`~dpreg.theory.ftrl_socp.SCS_MAX_ITERS`
+    iterations of SCS) leaves ``bound_cross_check`` NaN; κ = 1 is checked by the closed
+    form in ``exact``.
     """
     P = _socp_params(cell)
     kw = {
@@ -984,6 +989,7 @@ def run_socp_bound(
             **kw,
         )
         table["bound_cross_check"] = math.nan
+        table["cross_check_status"] = ""
         if checks:
             other = ftrl_socp.socp_curve(
                 [float(k) for k in checks],
@@ -995,7 +1001,10 @@ def run_socp_bound(
                 mask = np.isclose(table["kappa"], r["kappa"]) & (
                     table["mechanism"] == r["mechanism"]
                 )
-                table.loc[mask, "bound_cross_check"] = r["bound"]
+                # an unconverged solve is no check: its value is not reported (its status is)
+                converged = r["status"] == ftrl_socp.CONVERGED
+                table.loc[mask, "bound_cross_check"] = r["bound"] if converged else math.nan
+                table.loc[mask, "cross_check_status"] = r["status"]
     return _repeat(table, trials, first_trial, seed)
 
 
