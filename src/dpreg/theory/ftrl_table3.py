@@ -43,7 +43,9 @@ __all__ = [
     "table3",
     "toeplitz_prefix_error",
     "toeplitz_workload_error",
+    "toeplitz_workload_error_reference",
     "tuned_nu",
+    "workload_spectrum",
 ]
 
 WORKLOADS: tuple[str, ...] = ("prefix", "momentum_cooldown")
@@ -179,11 +181,30 @@ def toeplitz_prefix_error(correlation: ToeplitzCorrelation, T: int) -> float:
     return float(np.sum((T - np.arange(T)) * partial**2))
 
 
-def toeplitz_workload_error(correlation: ToeplitzCorrelation, A: np.ndarray) -> float:
+def workload_spectrum(A: np.ndarray) -> np.ndarray:
+    r"""Real FFT of the reversed rows of ``A`` (T, T), as :func:`toeplitz_workload_error` needs.
+
+    :func:`tuned_nu` evaluates many Toeplitz decoders against one workload; the FFT of
+    ``A`` is the same for all of them, so it is computed once here (the same call
+    ``scipy.signal.fftconvolve`` makes, hence the same numbers bit for bit).
+    """
+    from scipy import fft as sp_fft
+
+    A = np.asarray(A, dtype=np.float64)
+    n_fft = sp_fft.next_fast_len(2 * A.shape[1] - 1, True)
+    return sp_fft.rfftn(A[:, ::-1], [n_fft], axes=[1])
+
+
+def toeplitz_workload_error(
+    correlation: ToeplitzCorrelation, A: np.ndarray, *, spectrum: np.ndarray | None = None
+) -> float:
     r"""Return :math:`\|AB\|_F^2` for a Toeplitz decoder :math:`B` and any workload ``A``.
 
     :math:`(AB)_{t\tau} = \sum_s A_{ts}\beta_{s-\tau}`, a correlation of each row of
-    ``A`` with :math:`\beta`, computed for all rows by FFT (O(T^2 log T)).
+    ``A`` with :math:`\beta`, computed for all rows by FFT (O(T^2 log T)): the steps of
+    ``scipy.signal.fftconvolve`` (the reference, :func:`toeplitz_workload_error_reference`,
+    equal bit for bit), with the FFT of ``A`` given as ``spectrum``
+    (:func:`workload_spectrum`) when several decoders share one workload.
 
     Examples
     --------
@@ -191,6 +212,32 @@ def toeplitz_workload_error(correlation: ToeplitzCorrelation, A: np.ndarray) -> 
     >>> T = 6
     >>> bool(np.isclose(toeplitz_workload_error(nu_ftrl(0.1), prefix_matrix(T)),
     ...                 toeplitz_prefix_error(nu_ftrl(0.1), T)))
+    True
+    """
+    from scipy import fft as sp_fft
+
+    A = np.asarray(A, dtype=np.float64)
+    T = A.shape[1]
+    if spectrum is None:
+        spectrum = workload_spectrum(A)
+    n_fft = sp_fft.next_fast_len(2 * T - 1, True)
+    if spectrum.shape != (A.shape[0], n_fft // 2 + 1):
+        raise ValueError("spectrum must be workload_spectrum(A)")
+    beta = correlation.coefficients(T)
+    beta_hat = sp_fft.rfftn(beta[None, :], [n_fft], axes=[1])
+    full = sp_fft.irfftn(spectrum * beta_hat, [n_fft], axes=[1])  # index T-1-tau
+    return float(np.sum(full[:, :T] ** 2))
+
+
+def toeplitz_workload_error_reference(correlation: ToeplitzCorrelation, A: np.ndarray) -> float:
+    """:func:`toeplitz_workload_error` by ``scipy.signal.fftconvolve`` (reference path).
+
+    Examples
+    --------
+    >>> from dpreg.estimators.ftrl_factorizations import prefix_matrix
+    >>> A = prefix_matrix(5)
+    >>> toeplitz_workload_error_reference(nu_ftrl(0.2), A) == toeplitz_workload_error(
+    ...     nu_ftrl(0.2), A)
     True
     """
     from scipy.signal import fftconvolve
@@ -206,6 +253,7 @@ def _workload_error(
     f: MatrixFactorization | FFTFactorization | ToeplitzCorrelation,
     T: int,
     A: np.ndarray | None,
+    spectrum: np.ndarray | None = None,
 ) -> float:
     """||AB||_F^2 of any mechanism (``A=None``: the prefix-sum workload)."""
     if A is None:
@@ -213,7 +261,7 @@ def _workload_error(
             return toeplitz_prefix_error(f, T)
         return f.prefix_error
     if isinstance(f, ToeplitzCorrelation):
-        return toeplitz_workload_error(f, A)
+        return toeplitz_workload_error(f, A, spectrum=spectrum)
     return float(np.sum((A @ f.decoder) ** 2))
 
 
@@ -288,10 +336,11 @@ def tuned_nu(
     error of ``workload`` (a (T, T) matrix; default the prefix sum).
     """
     grid = np.geomspace(1e-4, 0.5, 60) if grid is None else np.asarray(grid, float)
+    spectrum = None if workload is None else workload_spectrum(workload)  # shared by all nu
     errors = []
     for v in grid:
         corr = nu_ftrl(float(v))
-        prefix = _workload_error(corr, T, workload)
+        prefix = _workload_error(corr, T, workload, spectrum)
         errors.append(_sensitivity_sq(corr, T, participations, separation, schema) * prefix)
     return float(grid[int(np.argmin(errors))])
 
@@ -469,6 +518,7 @@ def table3(
     skip_matrix = k > 1 and schema == "min_sep" and T > SDP_MAX_T[2]
     rows = []
     best = None
+    spectrum = None
     for entry in entries:
         row = {key: v for key, v in entry.items() if key != "builder"}
         row.update(T=T, participations=k, separation=separation if k > 1 else math.nan)
@@ -490,7 +540,9 @@ def table3(
             rows.append(row)
             continue
         f = builders[builder]()
-        prefix = _workload_error(f, T, A)
+        if A is not None and spectrum is None and isinstance(f, ToeplitzCorrelation):
+            spectrum = workload_spectrum(A)  # shared by the Toeplitz rows
+        prefix = _workload_error(f, T, A, spectrum)
         if builder == "optimal" and banded_sens:
             sens = banded_sens[0]  # the brute force over min_sep patterns is for small T
         else:

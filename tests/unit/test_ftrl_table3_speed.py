@@ -1,0 +1,81 @@
+"""Fast paths of Table 3 (issue 18) against their references: equal bit for bit or to round-off."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpreg.estimators.ftrl_correlations import nu_ftrl
+from dpreg.estimators.ftrl_factorizations import (
+    _factor_gram,
+    _least_squares_decoder,
+    tree_aggregation,
+)
+from dpreg.estimators.ftrl_workloads import momentum_cooldown_workload
+from dpreg.privacy.correlated import multi_participation_sensitivity_sq
+from dpreg.theory.ftrl_table3 import (
+    toeplitz_workload_error,
+    toeplitz_workload_error_reference,
+    tuned_nu,
+    workload_spectrum,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    T=st.integers(2, 60),
+    nu=st.floats(1e-4, 0.9),
+    momentum=st.floats(0.0, 0.99),
+    cooldown=st.floats(0.0, 1.0),
+)
+def test_shared_spectrum_workload_error_is_fftconvolve_bit_for_bit(T, nu, momentum, cooldown):
+    A = momentum_cooldown_workload(T, momentum, cooldown, 0.05)
+    corr = nu_ftrl(nu)
+    ref = toeplitz_workload_error_reference(corr, A)
+    assert toeplitz_workload_error(corr, A) == ref
+    assert toeplitz_workload_error(corr, A, spectrum=workload_spectrum(A)) == ref
+
+
+def test_tuned_nu_is_the_argmin_of_the_reference_errors():
+    T, k, b = 40, 4, 10
+    A = momentum_cooldown_workload(T)
+    grid = np.geomspace(1e-3, 0.5, 12)
+    errors = [
+        multi_participation_sensitivity_sq(nu_ftrl(v).encoder(T), k, b, schema="fixed_epoch")
+        * toeplitz_workload_error_reference(nu_ftrl(v), A)
+        for v in grid
+    ]
+    got = tuned_nu(T, grid, participations=k, separation=b, schema="fixed_epoch", workload=A)
+    assert got == grid[int(np.argmin(errors))]
+
+
+def test_a_spectrum_of_another_workload_is_refused():
+    with pytest.raises(ValueError, match="spectrum"):
+        toeplitz_workload_error(nu_ftrl(0.1), np.eye(5), spectrum=workload_spectrum(np.eye(6)))
+
+
+@pytest.mark.parametrize("T", [1, 5, 64, 150])
+def test_factor_gram_equals_the_permutation_product_path_bit_for_bit(T):
+    rng = np.random.default_rng(T)
+    G = rng.normal(size=(T, T))
+    X = G.T @ G + T * np.eye(T)
+    f = _factor_gram(X, "x")
+    J = np.eye(T)[::-1]
+    L = np.linalg.cholesky(J @ (0.5 * (X + X.T) + 1e-12 * np.eye(T)) @ J)
+    C = (J @ L @ J).T  # the former path
+    assert np.array_equal(f.encoder, C) and np.array_equal(f.decoder, np.linalg.inv(C))
+    assert f.encoder.flags.f_contiguous == C.flags.f_contiguous  # same reduction order
+    assert f.sensitivity_sq == float(np.max(np.sum(C**2, axis=0)))
+
+
+@pytest.mark.parametrize("T", [1, 2, 7, 33, 128])
+def test_full_honaker_decoder_by_cholesky_equals_pinv_to_round_off(T):
+    f = tree_aggregation(T, full_honaker=True)
+    ref = _least_squares_decoder(f.encoder, method="pinv")
+    scale = np.max(np.abs(ref))
+    assert np.max(np.abs(f.decoder - ref)) <= 1e-12 * scale
+    assert f.prefix_error == pytest.approx(float(np.sum(np.cumsum(ref, axis=0) ** 2)), rel=1e-12)
+    with pytest.raises(ValueError, match="method"):
+        _least_squares_decoder(f.encoder, method="qr")
