@@ -41,7 +41,7 @@ import numpy as np
 from scipy.linalg import eigh
 from scipy.optimize import minimize
 
-__all__ = ["solve_single_dual"]
+__all__ = ["BLOCK_STARTS", "solve_block_dual", "solve_single_dual"]
 
 WARM_STEPS = 3
 """Fixed-point steps before L-BFGS (they set the scale of lambda)."""
@@ -69,6 +69,16 @@ BLOCK_LBFGS_MEMORY = 100
 (T = 500, 5 epochs of 100 steps, tol 1e-5) 10 pairs took 777 evaluations, 50 took 319, 100
 took 220 and 200 took 172 (30: not certified after 1500): the block dual's curvature is
 badly conditioned and a longer memory models it (issue 18, docs/scaling.md)."""
+
+
+BLOCK_STARTS: tuple[str, ...] = ("scaled", "uniform")
+r"""Starting points of the block dual (:func:`solve_block_dual`): ``scaled``,
+:math:`H_g = (\mathrm{tr}(S_{gg})/p)I` (one fixed-point step from :math:`H = I`, the
+default), or ``uniform``, :math:`H = tI` with :math:`t = (\sum_j\sigma_j/n)^2` the best
+common scale of :math:`H = I` (:math:`\max_t g(tI)`, closed form). Table 3 uses
+``uniform``: 24 evaluations instead of 59 for 20 epochs of 100 steps at T = 2000 (prefix
+sum, tol 1e-6) and 172 instead of 220 for 5 epochs of 100 steps on the momentum workload
+at T = 500 (tol 1e-5), both certified (issue 18, docs/scaling.md)."""
 
 
 class _Certified(Exception):
@@ -209,6 +219,7 @@ class _BlockDual:
         self.best: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.last_x: np.ndarray | None = None
         self.S_gg = np.empty((n, p, p))
+        self.sig_sum = 0.0
 
     def gap_closed(self) -> bool:
         return self.best_primal - self.best_dual <= self.tol * self.best_primal
@@ -231,6 +242,7 @@ class _BlockDual:
         M = np.matmul(np.swapaxes(L, 1, 2), WL.reshape(n, p, T)).reshape(T, T)  # L^T W L
         ev, V = eigh(0.5 * (M + M.T), driver="evd", check_finite=False, overwrite_a=True)
         sig = np.sqrt(np.clip(ev, 1e-300, None))
+        self.sig_sum = float(sig.sum())
         Vg = V.reshape(n, p, T)
         S_gg = np.matmul(Vg * sig, np.swapaxes(Vg, 1, 2))  # diagonal blocks of S
         self.S_gg = S_gg
@@ -262,7 +274,7 @@ class _BlockDual:
 
 
 def solve_block_dual(
-    Wp: np.ndarray, n: int, p: int, tol: float, max_iter: int
+    Wp: np.ndarray, n: int, p: int, tol: float, max_iter: int, *, start: str = "scaled"
 ) -> tuple[np.ndarray, np.ndarray, float, int, bool]:
     r"""Maximise the fixed-epoch dual by L-BFGS; return the best feasible point.
 
@@ -276,9 +288,10 @@ def solve_block_dual(
     The feasible point is the fixed point's congruence :math:`K^\top X^\star K` with the
     allocation :math:`d_g \propto \mathrm{diag}(X^\star_{gg})`, its objective
     :math:`\sum_{jk}Q_{jk}^2\sigma_j^2/\sigma_k`, :math:`Q = V^\top JV`,
-    :math:`J = L^{-1}K^{-1}L` (one T x T product). Starts from :math:`H_g =
-    (\mathrm{tr}(S_{gg})/p) I` with :math:`S` at :math:`H = I` (the scale, as the fixed
-    point's first step), :math:`\log\mu_g` kept within ``LOG_RANGE`` of it; L-BFGS
+    :math:`J = L^{-1}K^{-1}L` (one T x T product). After :math:`H = I`, starts from
+    ``start`` (:data:`BLOCK_STARTS`: :math:`H_g = (\mathrm{tr}(S_{gg})/p) I` with
+    :math:`S` at :math:`H = I`, the scale of the fixed point's first step, or the best
+    common scale :math:`tI`), :math:`\log\mu_g` kept within ``LOG_RANGE`` of it; L-BFGS
     restarts from its last point if it stops before the gap closes.
 
     Parameters
@@ -289,6 +302,10 @@ def solve_block_dual(
         Groups and their size.
     tol, max_iter
         As in :func:`solve_single_dual`.
+    start : {"scaled", "uniform"}
+        Starting point of L-BFGS (:data:`BLOCK_STARTS`); every start gives a dual
+        bound and a feasible point of the same form, so the certificate does not depend
+        on it.
 
     Returns
     -------
@@ -310,12 +327,17 @@ def solve_block_dual(
     >>> ok, bool(np.allclose(d.sum(axis=1), 1.0)), bool(np.all(gram[:3, :3] == np.diag(d[0])))
     (True, True, True)
     """
+    if start not in BLOCK_STARTS:
+        raise ValueError(f"start must be one of {BLOCK_STARTS}; got {start!r}")
     T = n * p
     dual = _BlockDual(Wp, n, p, tol, max_iter)
     eye = np.broadcast_to(np.eye(p), (n, p, p)).ravel()
     try:
         dual(np.concatenate([np.zeros(n), eye]))  # H = I
-        u0 = np.log(np.trace(dual.S_gg, axis1=1, axis2=2) / p)  # the scale of each block
+        if start == "uniform":  # g(tI) = 2 sqrt(t) sum(sigma) - t n is largest here
+            u0 = np.full(n, 2.0 * np.log(dual.sig_sum / n))
+        else:
+            u0 = np.log(np.trace(dual.S_gg, axis1=1, axis2=2) / p)  # the scale of each block
         x = np.concatenate([u0, eye])
         bounds = [(lo, lo + 2 * LOG_RANGE) for lo in u0 - LOG_RANGE] + [(None, None)] * eye.size
         while True:
