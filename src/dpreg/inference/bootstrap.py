@@ -362,6 +362,15 @@ def _eigen_factor(S: np.ndarray) -> np.ndarray:
     return V * np.sqrt(np.maximum(w, 0.0))[..., None, :]
 
 
+def _eigvalsh_shared(S: np.ndarray) -> np.ndarray:
+    """:func:`numpy.linalg.eigvalsh` of a (t, B, p, p) stack, once per trial.
+
+    The replicates of a trial share its matrix (the empirical target's Gram), so the
+    eigenvalues are those of its first replicate: the same bits as per replicate.
+    """
+    return np.broadcast_to(np.linalg.eigvalsh(S[:, :1]), S.shape[:-1])
+
+
 def _shifted_factor(base: np.ndarray, shift: np.ndarray) -> np.ndarray:
     r""":func:`_factor` of ``base[t] + shift[t, b] I`` (t, B, p, p), once per distinct shift.
 
@@ -538,11 +547,7 @@ def _sketch(
     if linmix:
         # the population Grams differ per replicate (no repeats to look for); the
         # empirical one is the same for every replicate: decomposed once per trial
-        lam = (
-            np.linalg.eigvalsh(gram)
-            if population
-            else np.broadcast_to(np.linalg.eigvalsh(gram[:, :1]), gram.shape[:-1])
-        )[..., 0]
+        lam = (np.linalg.eigvalsh(gram) if population else _eigvalsh_shared(gram))[..., 0]
         z = rng.standard_normal((t, B))
         lam_tilde = np.maximum(lam - D["eig_noise_std"] * (D["tau"] - z), 0.0)
         eta2_b = np.maximum(D["gamma"] - lam_tilde, 0.0)
