@@ -232,6 +232,30 @@ def test_a_replicate_from_the_exact_statistics_is_a_draw_of_the_estimator(name, 
     _compare(ci.estimates[0], fits.theta)
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    t=st.integers(1, 3),
+    p=st.integers(1, 5),
+    zeros=st.floats(0.0, 1.0),
+    repeat=st.booleans(),
+)
+def test_factors_of_shifted_grams_equal_the_stacked_factor_bitwise(seed, t, p, zeros, repeat):
+    """The factors the sketch simulator uses (one eigh per distinct (trial, shift), or
+    per matrix of a stack without repeats) are _factor's bits: the same draws follow."""
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(t, p, p))
+    base = A @ np.swapaxes(A, 1, 2) - 0.5 * np.eye(p)  # indefinite too: clamped at 0
+    B = 12
+    shift = np.where(rng.uniform(size=(t, B)) < zeros, 0.0, rng.uniform(0, 2, size=(t, B)))
+    if repeat:
+        shift = np.broadcast_to(shift[:, :1], (t, B))  # Sheffet: one shift per trial
+    stack = np.broadcast_to(base[:, None], (t, B, p, p)) + shift[..., None, None] * np.eye(p)
+    reference = boot._factor(stack)
+    assert np.array_equal(boot._shifted_factor(base, shift), reference)
+    assert np.array_equal(boot._eigen_factor(stack), reference)
+
+
 def test_wishart_sampler_has_the_wishart_moments():
     # E W = k Sigma, Var W_ij = k (Sigma_ij^2 + Sigma_ii Sigma_jj); k = p = 3 (smallest df).
     rng = np.random.default_rng(3)

@@ -75,6 +75,31 @@ def test_rows_are_deterministic_and_independent_of_chunking(estimator):
     assert not np.array_equal(whole["length"], other["length"])
 
 
+def test_ihm_rows_with_the_reference_passes_equal_the_certified_kernels(monkeypatch):
+    """The study fits IHM with kernel="rows" (fresh data per trial: the certificate's set-up
+    never pays); its rows equal those of the certified kernel to rounding, same draws."""
+    cell = {**CELL, "n": 2000, "d": 3, "estimator": "ihm", "replicates": 50}
+    rows = kind.run_ci_coverage(cell, trials=6, first_trial=0, seed=3, data=None)
+    real = kind.get_estimator
+    seen = []
+
+    def certified(name):
+        estimator = real(name)
+
+        def fit(*args, **kw):
+            seen.append(kw["kernel"])
+            return estimator(*args, **{**kw, "kernel": "fast"})
+
+        return fit
+
+    monkeypatch.setattr(kind, "get_estimator", certified)
+    fast = kind.run_ci_coverage(cell, trials=6, first_trial=0, seed=3, data=None)
+    assert seen == ["rows"] * 6
+    exact = [c for c in rows.columns if c != "length"]
+    pd.testing.assert_frame_equal(rows[exact], fast[exact])
+    np.testing.assert_allclose(rows["length"], fast["length"], rtol=1e-12, atol=0)
+
+
 def test_the_study_computes_unchecked_cells_without_warnings():
     import warnings
 

@@ -16,20 +16,20 @@ with :math:`w_i = \Theta^\top z_i` and :math:`e_i = z_i^\top\Theta\beta - y_i`
 (trials, n, p) work arrays with numpy; at the small :math:`p, q` of the paper's
 synthetic figures (5) that is a dozen passes over arrays of the data's size per step.
 :class:`BatchedIVGradients` (``kernel="fast"`` on batched data) does one compiled pass
-(numba, cached on disk) per step: per trial and block of rows, :math:`w_i` and
-:math:`e_i` vectorised along the rows, the norms and clip factors, then
-
-.. math::
-
-    G_1 = Z^\top Z\,\Theta - Z^\top X + \sum_{i:\,f_{1,i} < 1}(f_{1,i} - 1)\,z_i r_i^\top
-
-(the per-trial sufficient statistics :math:`Z^\top Z, Z^\top X` of the design: only the
-clipped rows cost a rank-one update) and :math:`S_2` summed directly. A trial whose
-iterate is not finite is summed directly too (the reference's arithmetic). The result
+(numba, cached on disk) per step with the trials along the innermost, contiguous axis
+(the data transposed once per fit to (n, q, trials)): row after row, :math:`w_i`,
+:math:`e_i`, the norms, clip factors and both sums are elementwise operations over the
+trials, which the compiler vectorises (each trial with its own data and iterate), and
+:math:`G_1` and :math:`S_2` are summed directly, :math:`\sum_i f_i z_i r_i^\top` and
+:math:`\sum_i f_i e_i z_i`, in row order (the reference's arithmetic, also for a trial
+whose iterate is not finite). A stage without clipping takes its sufficient statistics
+(:math:`Z^\top Z\Theta - Z^\top X`, :math:`Z^\top Zv - Z^\top y`). The result
 equals the reference's to rounding (sums in another order) and the clip counts agree
 (up to a row within rounding of its threshold); the draws, the noise scales and the
 privacy accounting are the reference's: only the evaluation of the same function
-changes.
+changes. (Issue 18 replaced a kernel looping over trials, then blocks of 256 rows, with
+sufficient statistics plus rank-one corrections for the clipped rows: about twice the
+CPU per step where many rows clip, docs/scaling.md.)
 """
 
 from __future__ import annotations
@@ -47,161 +47,78 @@ FAST_MAX_WIDTH = 64
 the reference's batched BLAS products are the faster evaluation (measured: at
 :math:`p = q = 50` the compiled loops are about 3x slower), so the reference runs."""
 
-_ROWS = 256  # rows per block: the block's (p, rows) work array stays in the L1/L2 cache
-_DENSE = 8  # a block with more than 1/_DENSE of its rows clipped updates lane-wise
-
 
 @cache
 def _kernel() -> Any:
     """Compile (or load from numba's cache) the batched gradient kernel."""
     import numba
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def gradients(Zt, Xt, y, zn, Theta, v, clip1, clip2, do1, do2, G1, S2, c1, c2):  # fmt: skip
-        # Zt (trials, q, n), Xt (trials, p, n), y, zn (trials, n); Theta (trials, q, p),
-        # v = Theta beta (trials, q). G1 holds Z'Z Theta - Z'X on entry (do1); the
-        # clipped rows' (f - 1) z r' are added to it, or for a non-finite trial it is
-        # reset and every row's f z r' added. S2 (zero on entry) gets f e z (do2).
-        trials, q, n = Zt.shape
-        p = Xt.shape[1]
-        W = np.empty((p, _ROWS))
-        E = np.empty(_ROWS)
-        F = np.empty(_ROWS)
-        A = np.empty(_ROWS)
-        ACC = np.zeros((q, p, _ROWS))  # lane sums of the first stage's dense blocks
-        for t in range(trials):
-            Z = Zt[t]
-            X = Xt[t]
-            Th = Theta[t]
-            vt = v[t]
-            finite = True
-            for m in range(q):
-                if not math.isfinite(vt[m]):
-                    finite = False
-                for j in range(p):
-                    if not math.isfinite(Th[m, j]):
-                        finite = False
-            lanes = False
-            if do1 and not finite:
+    # "contract": a * b + c may be one fused multiply-add (rounded once): a rounding
+    # difference only, no other fast-math assumption (NaN and inf behave as in numpy)
+    @numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+    def gradients(Zl, Xl, yl, znl, Th, v, clip1, clip2, do1, do2, G1, S2, c1, c2):  # fmt: skip
+        # Trials along the last (contiguous) axis, rows in the outer loop: every loop
+        # below runs over the L trials elementwise (vectorised), each with its own data.
+        # Zl (n, q, L), Xl (n, p, L), yl, znl (n, L); Th (q, p, L), v = Theta beta (q, L).
+        # G1 (q, p, L) and S2 (q, L) are zero on entry and get f z r' (do1), f e z (do2).
+        n, q, L = Zl.shape
+        p = Xl.shape[1]
+        W = np.empty((p, L))
+        E = np.empty(L)
+        A = np.empty(L)
+        for i in range(n):
+            for j in range(p):  # w = Theta' z_i
+                for t in range(L):
+                    W[j, t] = Zl[i, 0, t] * Th[0, j, t]
+                for m in range(1, q):
+                    for t in range(L):
+                        W[j, t] += Zl[i, m, t] * Th[m, j, t]
+            if do2:
+                for t in range(L):  # e = z_i' v - y_i
+                    E[t] = Zl[i, 0, t] * v[0, t]
+                for m in range(1, q):
+                    for t in range(L):
+                        E[t] += Zl[i, m, t] * v[m, t]
+                for t in range(L):
+                    E[t] -= yl[i, t]
+                for t in range(L):
+                    A[t] = W[0, t] * W[0, t]
+                for j in range(1, p):
+                    for t in range(L):
+                        A[t] += W[j, t] * W[j, t]
+                for t in range(L):  # a = ||w|| |e|
+                    A[t] = math.sqrt(A[t]) * abs(E[t])
+                for t in range(L):
+                    c2[t] += 1 if A[t] > clip2 else 0
+                for t in range(L):  # e clip / max(a, clip); NaN stays NaN (numpy.maximum)
+                    a = A[t] if not A[t] <= clip2 else clip2
+                    E[t] = E[t] * (clip2 / a)
+                for m in range(q):
+                    for t in range(L):
+                        S2[m, t] += Zl[i, m, t] * E[t]
+            if do1:
+                for j in range(p):  # r = Theta' z_i - x_i
+                    for t in range(L):
+                        W[j, t] -= Xl[i, j, t]
+                for t in range(L):
+                    A[t] = W[0, t] * W[0, t]
+                for j in range(1, p):
+                    for t in range(L):
+                        A[t] += W[j, t] * W[j, t]
+                for t in range(L):  # a = ||z|| ||r||
+                    A[t] = math.sqrt(A[t]) * znl[i, t]
+                for t in range(L):
+                    c1[t] += 1 if A[t] > clip1 else 0
+                for t in range(L):
+                    a = A[t] if not A[t] <= clip1 else clip1
+                    A[t] = clip1 / a
+                for j in range(p):  # r f, as the reference scales it
+                    for t in range(L):
+                        W[j, t] *= A[t]
                 for m in range(q):
                     for j in range(p):
-                        G1[t, m, j] = 0.0
-            for start in range(0, n, _ROWS):
-                b = min(_ROWS, n - start)
-                for j in range(p):  # W[j, k] = sum_m z_km Theta_mj (vectorised over k)
-                    th = Th[0, j]
-                    wj = W[j]
-                    z0 = Z[0]
-                    for k in range(b):
-                        wj[k] = z0[start + k] * th
-                    for m in range(1, q):
-                        th = Th[m, j]
-                        zm = Z[m]
-                        for k in range(b):
-                            wj[k] += zm[start + k] * th
-                if do2:
-                    vm = vt[0]
-                    z0 = Z[0]
-                    for k in range(b):
-                        E[k] = z0[start + k] * vm
-                    for m in range(1, q):
-                        vm = vt[m]
-                        zm = Z[m]
-                        for k in range(b):
-                            E[k] += zm[start + k] * vm
-                    yt = y[t]
-                    for k in range(b):
-                        E[k] -= yt[start + k]
-                    for k in range(b):
-                        F[k] = W[0, k] * W[0, k]
-                    for j in range(1, p):
-                        wj = W[j]
-                        for k in range(b):
-                            F[k] += wj[k] * wj[k]
-                    for k in range(b):  # a = ||w|| |e|; factor clip / max(a, clip)
-                        A[k] = math.sqrt(F[k]) * abs(E[k])
-                    cnt = 0
-                    for k in range(b):
-                        cnt += 1 if A[k] > clip2 else 0
-                    c2[t] += cnt
-                    for k in range(b):  # NaN stays NaN (numpy.maximum); a <= clip: 1.0
-                        a = A[k] if not A[k] <= clip2 else clip2
-                        F[k] = E[k] * (clip2 / a)
-                    for m in range(q):  # four partial sums: the adds' latency overlaps
-                        zm = Z[m]
-                        s0 = s1 = s2 = s3 = 0.0
-                        k = 0
-                        while k + 4 <= b:
-                            s0 += zm[start + k] * F[k]
-                            s1 += zm[start + k + 1] * F[k + 1]
-                            s2 += zm[start + k + 2] * F[k + 2]
-                            s3 += zm[start + k + 3] * F[k + 3]
-                            k += 4
-                        while k < b:
-                            s0 += zm[start + k] * F[k]
-                            k += 1
-                        S2[t, m] += (s0 + s1) + (s2 + s3)
-                if do1:
-                    for j in range(p):
-                        wj = W[j]
-                        xj = X[j]
-                        for k in range(b):
-                            wj[k] -= xj[start + k]
-                    for k in range(b):
-                        F[k] = W[0, k] * W[0, k]
-                    for j in range(1, p):
-                        wj = W[j]
-                        for k in range(b):
-                            F[k] += wj[k] * wj[k]
-                    znt = zn[t]
-                    for k in range(b):  # a = ||z|| ||r||
-                        A[k] = math.sqrt(F[k]) * znt[start + k]
-                    cnt = 0
-                    for k in range(b):
-                        cnt += 1 if A[k] > clip1 else 0
-                    c1[t] += cnt
-                    for k in range(b):
-                        a = A[k] if not A[k] <= clip1 else clip1
-                        F[k] = clip1 / a
-                    if finite:  # only the clipped rows correct Z'Z Theta - Z'X
-                        for k in range(b):
-                            F[k] -= 1.0
-                    if not finite or cnt * _DENSE > b:
-                        # many rows: lane-wise products, vectorised along the rows
-                        # (rows with F = 0 add exact zeros), summed at the trial's end
-                        lanes = True
-                        for j in range(p):
-                            wj = W[j]
-                            for k in range(b):
-                                wj[k] *= F[k]
-                        for m in range(q):
-                            zm = Z[m]
-                            for j in range(p):
-                                acc = ACC[m, j]
-                                wj = W[j]
-                                for k in range(b):
-                                    acc[k] += zm[start + k] * wj[k]
-                    else:  # few clipped rows: a rank-one update each
-                        for k in range(b):
-                            f = F[k]
-                            if f == 0.0:
-                                continue
-                            for m in range(q):
-                                zf = Z[m, start + k] * f
-                                for j in range(p):
-                                    G1[t, m, j] += zf * W[j, k]
-            if lanes:
-                for m in range(q):
-                    for j in range(p):
-                        acc = ACC[m, j]
-                        s0 = s1 = s2 = s3 = 0.0  # four chains: the adds' latency overlaps
-                        for k in range(0, _ROWS, 4):
-                            s0 += acc[k]
-                            s1 += acc[k + 1]
-                            s2 += acc[k + 2]
-                            s3 += acc[k + 3]
-                        acc[:] = 0.0
-                        G1[t, m, j] += (s0 + s1) + (s2 + s3)
+                        for t in range(L):
+                            G1[m, j, t] += Zl[i, m, t] * W[j, t]
 
     return gradients
 
@@ -249,11 +166,11 @@ class BatchedIVGradients:
         clip_theta: float,
         clip_beta: float,
     ) -> None:
-        # Transposed once per fit: rows contiguous along the last axis (vector loops).
-        self.Zt = np.ascontiguousarray(np.swapaxes(Z, 1, 2), dtype=np.float64)
-        self.Xt = np.ascontiguousarray(np.swapaxes(X, 1, 2), dtype=np.float64)
-        self.y = np.ascontiguousarray(y, dtype=np.float64)
-        self.zn = np.ascontiguousarray(zn, dtype=np.float64)
+        # Trials last, once per fit: the kernel's loops run along them (contiguous).
+        self.Zl = np.ascontiguousarray(np.moveaxis(Z, 0, -1), dtype=np.float64)
+        self.Xl = np.ascontiguousarray(np.moveaxis(X, 0, -1), dtype=np.float64)
+        self.yl = np.ascontiguousarray(np.swapaxes(y, 0, 1), dtype=np.float64)
+        self.znl = np.ascontiguousarray(np.swapaxes(zn, 0, 1), dtype=np.float64)
         self.ZtZ, self.ZtX, self.Zty = ZtZ, ZtX, Zty
         self.clip_theta, self.clip_beta = float(clip_theta), float(clip_beta)
 
@@ -261,21 +178,27 @@ class BatchedIVGradients:
         self, Theta: np.ndarray, beta: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Return ``(G1 (trials, q, p), S2 (trials, q), count1, count2)`` (sums, not means)."""
-        Theta = np.ascontiguousarray(Theta, dtype=np.float64)
-        v = np.ascontiguousarray((Theta @ beta[..., None])[..., 0])  # (trials, q)
+        Theta = np.asarray(Theta, dtype=np.float64)
+        v = (Theta @ beta[..., None])[..., 0]  # (trials, q)
         trials, q, p = Theta.shape
         do1, do2 = math.isfinite(self.clip_theta), math.isfinite(self.clip_beta)
-        G1 = np.ascontiguousarray(self.ZtZ @ Theta - self.ZtX)
-        if do2:
-            S2 = np.zeros((trials, q))
-        else:  # sum_i z_i (z_i' Theta beta - y_i) = Z'Z v - Z'y
-            S2 = (self.ZtZ @ v[..., None])[..., 0] - self.Zty
+        G1 = np.zeros((q, p, trials))
+        S2 = np.zeros((q, trials))
         count1 = np.zeros(trials, dtype=np.int64)
         count2 = np.zeros(trials, dtype=np.int64)
         if do1 or do2:
             _kernel()(
-                self.Zt, self.Xt, self.y, self.zn, Theta, v,
+                self.Zl, self.Xl, self.yl, self.znl,
+                np.ascontiguousarray(np.moveaxis(Theta, 0, -1)), np.ascontiguousarray(v.T),
                 self.clip_theta if do1 else 0.0, self.clip_beta if do2 else 0.0,
                 do1, do2, G1, S2, count1, count2,
             )  # fmt: skip
+        if do1:
+            G1 = np.ascontiguousarray(np.moveaxis(G1, -1, 0))
+        else:  # sum_i z_i (z_i' Theta - x_i') = Z'Z Theta - Z'X
+            G1 = self.ZtZ @ Theta - self.ZtX
+        if do2:
+            S2 = np.ascontiguousarray(S2.T)
+        else:  # sum_i z_i (z_i' Theta beta - y_i) = Z'Z v - Z'y
+            S2 = (self.ZtZ @ v[..., None])[..., 0] - self.Zty
         return G1, S2, count1, count2

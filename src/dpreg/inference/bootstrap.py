@@ -54,7 +54,7 @@ import numpy as np
 
 from dpreg._validation import check_choice, check_probability, check_rng
 from dpreg.estimators._linalg import solve_symmetric_batch
-from dpreg.estimators._stacked import eigh_stacked, eigvalsh_stacked
+from dpreg.estimators._stacked import eigh_stacked
 from dpreg.estimators.methods import PublicInputs
 from dpreg.inference.intervals import ConfidenceIntervals
 from dpreg.results import Fit
@@ -356,6 +356,43 @@ def _factor(S: np.ndarray) -> np.ndarray:
     return V * np.sqrt(np.maximum(w, 0.0))[..., None, :]
 
 
+def _eigen_factor(S: np.ndarray) -> np.ndarray:
+    """:func:`_factor` of a stack without repeated matrices (nothing to deduplicate)."""
+    w, V = np.linalg.eigh(S)
+    return V * np.sqrt(np.maximum(w, 0.0))[..., None, :]
+
+
+def _eigvalsh_shared(S: np.ndarray) -> np.ndarray:
+    """:func:`numpy.linalg.eigvalsh` of a (t, B, p, p) stack, once per trial.
+
+    The replicates of a trial share its matrix (the empirical target's Gram), so the
+    eigenvalues are those of its first replicate: the same bits as per replicate.
+    """
+    return np.broadcast_to(np.linalg.eigvalsh(S[:, :1]), S.shape[:-1])
+
+
+def _shifted_factor(base: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    r""":func:`_factor` of ``base[t] + shift[t, b] I`` (t, B, p, p), once per distinct shift.
+
+    The matrices are formed as ``gram + shift[..., None, None] * eye`` forms them (the same
+    bits), but only for the distinct (trial, shift) pairs: with one Gram per trial they
+    repeat wherever the shifts do (linear mixing's :math:`\tilde\eta_b^2 = 0`, Sheffet's
+    fixed shift), found from the (t, B) shifts instead of hashing (t, B, p, p) matrices.
+    """
+    t, B = shift.shape
+    p = base.shape[-1]
+    bits = np.ascontiguousarray(shift).view(np.uint64).ravel()
+    keys = np.stack([np.repeat(np.arange(t, dtype=np.uint64), B), bits], axis=1)
+    if np.all(keys[:, 1] == keys[0, 1]):
+        first = np.arange(0, t * B, B)
+        index = np.repeat(np.arange(t), B)
+    else:
+        _, first, index = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    trial = first // B
+    S = base[trial] + shift.reshape(-1)[first][:, None, None] * np.eye(p)
+    return _eigen_factor(S)[index.reshape(-1)].reshape(t, B, p, p)
+
+
 def _solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``A^{-1} b`` over any leading shape (the estimators' rule for singular systems)."""
     lead, d = b.shape[:-1], b.shape[-1]
@@ -506,14 +543,21 @@ def _sketch(
     gram[..., :d, d] = gxy
     gram[..., d, :d] = gxy
     gram[..., d, d] = gyy
+    population = target == "population"
     if linmix:
-        lam = eigvalsh_stacked(gram)[..., 0]  # one per distinct Gram (empirical: one)
+        # the population Grams differ per replicate (no repeats to look for); the
+        # empirical one is the same for every replicate: decomposed once per trial
+        lam = (np.linalg.eigvalsh(gram) if population else _eigvalsh_shared(gram))[..., 0]
         z = rng.standard_normal((t, B))
         lam_tilde = np.maximum(lam - D["eig_noise_std"] * (D["tau"] - z), 0.0)
         eta2_b = np.maximum(D["gamma"] - lam_tilde, 0.0)
     else:
         eta2_b = np.broadcast_to(eta2[:, None], (t, B))
-    Mb = _wishart(_factor(gram + eta2_b[..., None, None] * np.eye(p)), k, rng)
+    if population:
+        F = _eigen_factor(gram + eta2_b[..., None, None] * np.eye(p))
+    else:
+        F = _shifted_factor(gram[:, 0], eta2_b)
+    Mb = _wishart(F, k, rng)
     return _solve(Mb[..., :d, :d], Mb[..., :d, d]), extra
 
 
