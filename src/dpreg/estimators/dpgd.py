@@ -45,6 +45,10 @@ from dpreg._validation import (
 from dpreg.estimators.dpgd_kernel import (
     clip_block,
     clip_block_reference,
+    clip_correction_block,
+    clip_correction_block_reference,
+    clipped_residual_weights,
+    clipped_residual_weights_reference,
     screen_block,
     screen_block_reference,
 )
@@ -58,6 +62,7 @@ _BLOCK_ELEMENTS = 2**19
 _FAST_BLOCK_ELEMENTS = 2**17  # rows x parameters per block of the fast kernel
 _FAST_MIN_ROWS = 256
 _SPARSE_FRACTION = 0.5  # clipped rows' share of a block's work below which they are split off
+_CORRECTION_RANGE = 16.0  # largest clipped |u| corrected from the Gram product (see __call__)
 _SCREEN_FACTOR = 2.0**-23  # 2 x unit roundoff of float32 (see ClippedGradientKernel._screened)
 _SCREEN_RANGE = 2.0**60  # largest |entry| of the data and parameters screened in float32
 _COMPILED_MIN_PAIRS = 2**20  # (row, parameter) pairs per call from which numba is loaded
@@ -130,7 +135,7 @@ def clipped_mean_gradient(
     if clip_mode == "gradient" and row_norms is None and not math.isinf(clip):
         row_norms = np.linalg.norm(X, axis=1)
     grad = np.zeros((X.shape[1], trials))
-    count = np.zeros(trials)
+    count = np.zeros(trials, dtype=np.int64)
     # Row blocks of about 2**19 residuals keep the working set in cache; in-place ops
     # avoid (n, trials) temporaries.
     block = max(1, _BLOCK_ELEMENTS // max(trials, 1))
@@ -138,17 +143,20 @@ def clipped_mean_gradient(
         stop = min(start + block, n)
         Xb = X[start:stop]
         R = Xb @ theta
+        if clip_mode == "gradient" and not math.isinf(clip):
+            # W = r_i min{1, C/||g_i||} = r_i C / max{||g_i||, C}, ||g_i|| = ||x_i|| |r_i|:
+            # one compiled pass (the same bits as numpy's five) where it pays
+            weights = (
+                clipped_residual_weights
+                if _use_compiled(R.size)
+                else clipped_residual_weights_reference
+            )
+            W = weights(R, y[start:stop], row_norms[start:stop], clip, count)
+            grad -= Xb.T @ W
+            continue
         np.subtract(y[start:stop, None], R, out=R)  # residuals r_i
         if math.isinf(clip):
             W = R
-        elif clip_mode == "gradient":
-            W = np.abs(R)
-            W *= row_norms[start:stop, None]  # ||g_i|| = ||x_i|| |r_i|
-            count += np.count_nonzero(W > clip, axis=0)
-            # min{1, C/||g||} = C / max{||g||, C}; exactly 1 when not clipped.
-            np.maximum(W, clip, out=W)
-            np.divide(clip, W, out=W)
-            W *= R
         else:
             count += np.count_nonzero(np.abs(R) > clip, axis=0)
             W = np.clip(R, -clip, clip, out=R)
@@ -196,20 +204,23 @@ class ClippedGradientKernel:
     :math:`\theta_{\rm ref}`, so in every row block the certified parameters are a
     prefix and their Gram products over consecutive blocks are prefix sums. Only the
     remaining pairs go through the first product; blocks where none of them is clipped
-    then use the Gram product too, and blocks where few rows are clipped (for any of the
-    parameters) use it for the other rows, :math:`(G_b - \sum_{i\in H}(x_iB_i)a_i^\top)
-    [\theta; -1] + \sum_{i\in H} x_iB_i\,\mathrm{clip}(u_i)` over the set :math:`H` of
-    such rows (the same sum, regrouped); only the other blocks take the second product
-    over all their rows. A parameter repeated in every column (every run's
-    :math:`\theta_0 = 0`) is evaluated once.
+    then use the Gram product too, and blocks with clipped pairs use it plus the clipped
+    pairs' corrections, :math:`G_b[\theta; -1] + \sum_{i:\,|u_i|>1} x_iB_i
+    (\mathrm{clip}(u_i) - u_i)` (the same sum, regrouped; one compiled pass,
+    :func:`~dpreg.estimators.dpgd_kernel.clip_correction_block`, counts, flags and
+    corrects), so no second product over the block's rows is needed. The regrouping
+    cancels terms of size :math:`|u_i|`: a block with a clipped :math:`|u_i| > 16`
+    takes the second product :math:`\sum_i x_iB_i\,\mathrm{clip}(u_i)` instead. A
+    parameter repeated in every column (every run's :math:`\theta_0 = 0`) is evaluated
+    once.
 
     With ``clip = inf`` the averaged gradient is exactly
     :math:`\hat\Sigma\theta - X^\top y/n` (precomputed): :math:`O(d^2)` per parameter.
 
     ``pairs`` counts the (row, parameter) pairs handled so far by the certificate
-    (``"certified"``), by the Gram product of a block without clipping (``"gram"``), by
-    the Gram product with the clipped rows split off (``"sparse"``), by the two products
-    (``"dense"``) and as copies of a repeated parameter (``"shared"``).
+    (``"certified"``), by the Gram product of a block without clipping (``"gram"``), in
+    blocks where few rows (``"sparse"``) or many rows (``"dense"``) are clipped for some
+    parameter, and as copies of a repeated parameter (``"shared"``).
 
     Parameters
     ----------
@@ -288,7 +299,8 @@ class ClippedGradientKernel:
         self.A = np.empty((n, d + 1))
         np.multiply(Xs, inv_Bs[:, None], out=self.A[:, :d])
         self.A[:, d] = ys * inv_Bs
-        self.XB_T = np.ascontiguousarray((Xs * Bs[:, None]).T)
+        self.XB = Xs * Bs[:, None]  # rows x_i B_i (row-major: the clipped pairs' corrections)
+        self.XB_T = np.ascontiguousarray(self.XB.T)
         self.screen = bool(screen) and float(np.abs(self.A).max(initial=0.0)) <= _SCREEN_RANGE
         if self.screen:  # single-precision copy and the rows' L1 norms (rounding bounds)
             self.A32 = self.A.astype(np.float32)
@@ -386,7 +398,12 @@ class ClippedGradientKernel:
             )
         count = np.zeros(trials, dtype=np.int64)
         pairs = self.pairs
-        clip_pass = clip_block if _use_compiled(self.n * trials) else clip_block_reference
+        # both passes give the same bits; the compiled one once this kernel's work so far
+        # (a DP-GD run calls it at every step) pays numba's start-up
+        compiled = _use_compiled(self.n * trials + sum(self.pairs.values()))
+        clip_pass = clip_block if compiled else clip_block_reference
+        correction_pass = clip_correction_block if compiled else clip_correction_block_reference
+        limit = _CORRECTION_RANGE
         screen = self.screen and float(np.abs(theta).max()) <= _SCREEN_RANGE
         if screen:
             ext32 = ext.astype(np.float32)
@@ -402,25 +419,25 @@ class ClippedGradientKernel:
             if screen and self._screened(k, lo, part, ext32, e_inf, lay, grad, count, clip_pass):
                 continue
             U = np.matmul(self.A[start:stop], part, out=lay.u[: rows * width].reshape(rows, width))
-            W = lay.w[: rows * width].reshape(rows, width)
-            # one pass: W = clip(U), clipped pairs counted, rows clipped somewhere flagged
-            if clip_pass(U, W, count[lo:], lay.hit) == 0:  # W = U: the Gram product
+            corr = lay.corr[: width * d].reshape(width, d)
+            corr.fill(0.0)
+            # one pass: clipped pairs counted, rows clipped somewhere flagged, and the
+            # clipped pairs' corrections to the Gram product (while every clipped |u|
+            # is at most _CORRECTION_RANGE)
+            hits, wide = correction_pass(U, self.XB[start:stop], count[lo:], lay.hit, corr, limit)
+            if hits == 0:  # clip(U) = U: the Gram product
                 grad[:, lo:] += lay.gram[k] @ part
                 pairs["gram"] += rows * width
                 continue
-            hit = np.flatnonzero(lay.hit[:rows])
-            if hit.size * (width + d + 1) <= _SPARSE_FRACTION * rows * width:
-                # few such rows: the block's Gram product over the other rows (where
-                # W = U), plus the clipped rows' terms
-                rows_hit = start + hit
-                XB_hit = self.XB_T[:, rows_hit]
-                gram = lay.gram[k] - XB_hit @ self.A[rows_hit]
-                grad[:, lo:] += gram @ part
-                grad[:, lo:] += XB_hit @ W[hit]
-                pairs["sparse"] += rows * width
+            pairs[
+                "sparse" if hits * (width + d + 1) <= _SPARSE_FRACTION * rows * width else "dense"
+            ] += rows * width
+            if wide:  # large clipped residuals: the clipped gradient's own product
+                W = np.clip(U, -1.0, 1.0, out=lay.w[: rows * width].reshape(rows, width))
+                grad[:, lo:] += self.XB_T[:, start:stop] @ W
                 continue
-            pairs["dense"] += rows * width
-            grad[:, lo:] += self.XB_T[:, start:stop] @ W
+            grad[:, lo:] += lay.gram[k] @ part
+            grad[:, lo:] += corr.T
         out_grad = np.empty_like(grad)
         out_grad[:, order] = grad
         out_count = np.empty(trials, dtype=np.int64)
@@ -529,6 +546,7 @@ class _BlockLayout:
         np.cumsum(self.gram, axis=0, out=self.gram_prefix[1:])
         self.u = np.empty(rows * trials)
         self.w = np.empty(rows * trials)
+        self.corr = np.empty(trials * d)
         self.hit = np.zeros(rows, dtype=np.uint8)
         if kernel.screen:
             self.u32 = np.empty(rows * trials, dtype=np.float32)

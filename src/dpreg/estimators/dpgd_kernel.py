@@ -18,7 +18,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["clip_block", "clip_block_reference", "screen_block", "screen_block_reference"]
+__all__ = [
+    "clip_block",
+    "clip_block_reference",
+    "clip_correction_block",
+    "clip_correction_block_reference",
+    "clipped_residual_weights",
+    "clipped_residual_weights_reference",
+    "screen_block",
+    "screen_block_reference",
+]
 
 
 @cache
@@ -55,7 +64,45 @@ def _kernel() -> Any:
             total += row_hit
         return total
 
-    return kernel, screen
+    @numba.njit(cache=True, nogil=True)
+    def correction(U, XB, count, hit, corr, limit):
+        rows, width = U.shape
+        d = XB.shape[1]
+        total = 0
+        wide = False
+        for i in range(rows):
+            row_hit = 0
+            for j in range(width):
+                u = U[i, j]
+                w = min(max(u, -1.0), 1.0)
+                if u != w:
+                    count[j] += 1
+                    row_hit = 1
+                    if abs(u) > limit:
+                        wide = True
+                    if not wide:
+                        diff = w - u
+                        for a in range(d):
+                            corr[j, a] += XB[i, a] * diff
+            hit[i] = row_hit
+            total += row_hit
+        return total, wide
+
+    @numba.njit(cache=True, nogil=True)
+    def weights(R, y, norms, clip, count):
+        rows, width = R.shape
+        for i in range(rows):
+            yi = y[i]
+            ni = norms[i]
+            for j in range(width):
+                r = yi - R[i, j]
+                a = abs(r) * ni
+                if a > clip:
+                    count[j] += 1
+                m = a if a > clip else clip
+                R[i, j] = (clip / m) * r
+
+    return kernel, screen, correction, weights
 
 
 def clip_block(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: np.ndarray) -> int:
@@ -107,6 +154,175 @@ def clip_block_reference(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: n
     rows = clipped.any(axis=1)
     hit[: U.shape[0]] = rows
     return int(rows.sum())
+
+
+def clip_correction_block(
+    U: np.ndarray,
+    XB: np.ndarray,
+    count: np.ndarray,
+    hit: np.ndarray,
+    corr: np.ndarray,
+    limit: float,
+) -> tuple[int, bool]:
+    r"""Count and flag clipped pairs of a block and add their corrections to the Gram product.
+
+    With :math:`u_{ij}` the scaled residuals of rows :math:`i` and parameters :math:`j`
+    and :math:`(XB)_i` the rows scaled by their thresholds, the block's clipped gradient
+    :math:`\sum_i (XB)_i\,\mathrm{clip}_{[-1,1]}(u_{ij})` equals its Gram product
+    :math:`\sum_i (XB)_i u_{ij}` plus :math:`\sum_{i:\,|u_{ij}|>1} (XB)_i
+    (\mathrm{clip}(u_{ij}) - u_{ij})`, a sum over the clipped pairs only. This pass adds
+    those terms, in increasing ``i``, to ``corr[j]``, counts the clipped pairs and flags the
+    clipped rows (as :func:`clip_block`). The regrouped sum cancels :math:`\sum_i (XB)_i
+    u_{ij}` against the corrections, so its rounding error grows with :math:`|u_{ij}|`:
+    once a clipped :math:`|u_{ij}|` exceeds ``limit`` the corrections stop (``corr`` is
+    then incomplete and must be discarded) and ``wide`` is returned True; counts and flags
+    are always complete.
+
+    Parameters
+    ----------
+    U : ndarray, shape (rows, width), float64
+        Scaled residuals (read only).
+    XB : ndarray, shape (rows, d), float64
+        The block's rows times their thresholds.
+    count : ndarray, shape (width,), int64
+        Incremented in place by the number of clipped rows of each column.
+    hit : ndarray, shape (>= rows,), uint8
+        ``hit[i]`` set to 1 if row i is clipped in some column, else 0.
+    corr : ndarray, shape (width, d), float64
+        Receives the corrections (added in place).
+    limit : float
+        Largest clipped :math:`|u_{ij}|` for which corrections are accumulated.
+
+    Returns
+    -------
+    total : int
+        The number of rows clipped in some column.
+    wide : bool
+        Whether a clipped :math:`|u_{ij}|` exceeded ``limit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> U = np.array([[0.5, 2.0], [-3.0, 0.1]])
+    >>> XB = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> count, hit = np.zeros(2, dtype=np.int64), np.zeros(2, np.uint8)
+    >>> corr = np.zeros((2, 2))
+    >>> clip_correction_block(U, XB, count, hit, corr, 16.0)
+    (2, False)
+    >>> corr.tolist(), count.tolist()
+    ([[6.0, 8.0], [-1.0, -2.0]], [1, 1])
+    """
+    total, wide = _kernel()[2](U, XB, count, hit, corr, float(limit))
+    return int(total), bool(wide)
+
+
+def clip_correction_block_reference(
+    U: np.ndarray,
+    XB: np.ndarray,
+    count: np.ndarray,
+    hit: np.ndarray,
+    corr: np.ndarray,
+    limit: float,
+) -> tuple[int, bool]:
+    """Numpy reference of :func:`clip_correction_block` (same effects, bit for bit).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> U, XB = np.array([[0.5, 2.0]]), np.array([[1.0, 2.0]])
+    >>> count, hit, corr = np.zeros(2, dtype=np.int64), np.zeros(1, np.uint8), np.zeros((2, 2))
+    >>> clip_correction_block_reference(U, XB, count, hit, corr, 16.0), corr.tolist()
+    ((1, False), [[0.0, 0.0], [-1.0, -2.0]])
+    """
+    W = np.clip(U, -1.0, 1.0)
+    clipped = U != W
+    count += np.count_nonzero(clipped, axis=0)
+    rows = clipped.any(axis=1)
+    hit[: U.shape[0]] = rows
+    # corrections up to (excluding) the first clipped pair beyond the limit, in row order
+    over = np.flatnonzero((clipped & (np.abs(U) > limit)).reshape(-1))
+    stop = int(over[0]) if over.size else U.size
+    diff = np.where(clipped, W - U, 0.0)
+    diff.reshape(-1)[stop:] = 0.0
+    idx = np.flatnonzero(rows)
+    if idx.size:
+        # terms (i, j, a) = XB[i, a] diff[i, j], added to corr[j, a] one row after another
+        # (cumsum is a running sum: the compiled loop's order; an unclipped pair adds a
+        # zero, which leaves a sum that is not -0.0 unchanged)
+        terms = np.empty((idx.size + 1, *corr.shape))
+        terms[0] = corr
+        np.multiply(diff[idx][:, :, None], XB[idx][:, None, :], out=terms[1:])
+        corr[...] = np.cumsum(terms, axis=0)[-1]
+    return int(rows.sum()), bool(over.size)
+
+
+def clipped_residual_weights(
+    R: np.ndarray, y: np.ndarray, norms: np.ndarray, clip: float, count: np.ndarray
+) -> np.ndarray:
+    r"""Turn fitted values into clipped-gradient weights in place, counting clipped pairs.
+
+    For gradient clipping of the squared loss (Brown et al. 2024, Alg. 1) the clipped
+    per-example gradient is :math:`-x_i w_{ij}` with :math:`r_{ij} = y_i - R_{ij}` and
+    :math:`w_{ij} = r_{ij}\,C/\max\{\|x_i\||r_{ij}|,\ C\}`. One pass computes every
+    :math:`w_{ij}` with the same floating-point operations, in the same order, as the
+    numpy sequence of :func:`dpreg.estimators.dpgd.clipped_mean_gradient` (five
+    elementwise passes and a temporary), so the weights are identical bit for bit
+    (:func:`clipped_residual_weights_reference`).
+
+    Parameters
+    ----------
+    R : ndarray, shape (rows, width), float64, C-contiguous
+        Fitted values :math:`x_i^\top\theta_j`; overwritten by the weights.
+    y : ndarray, shape (rows,)
+    norms : ndarray, shape (rows,)
+        :math:`\|x_i\|_2`.
+    clip : float
+        :math:`C`.
+    count : ndarray, shape (width,), int64
+        Incremented by the number of rows with :math:`\|x_i\||r_{ij}| > C`.
+
+    Returns
+    -------
+    ndarray
+        ``R``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> R, count = np.array([[0.0], [4.0]]), np.zeros(1, dtype=np.int64)
+    >>> clipped_residual_weights(R, np.array([1.0, 0.0]), np.array([1.0, 2.0]), 2.0, count)
+    array([[ 1.],
+           [-1.]])
+    >>> count.tolist()
+    [1]
+    """
+    _kernel()[3](R, y, norms, float(clip), count)
+    return R
+
+
+def clipped_residual_weights_reference(
+    R: np.ndarray, y: np.ndarray, norms: np.ndarray, clip: float, count: np.ndarray
+) -> np.ndarray:
+    """Numpy reference of :func:`clipped_residual_weights` (the same bits).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> R, count = np.array([[0.0], [4.0]]), np.zeros(1, dtype=np.int64)
+    >>> w = clipped_residual_weights_reference(R, np.ones(2), np.array([1.0, 2.0]), 2.0, count)
+    >>> w.ravel().tolist(), count.tolist()
+    ([1.0, -1.0], [1])
+    """
+    np.subtract(y[:, None], R, out=R)  # residuals r_i
+    W = np.abs(R)
+    W *= norms[:, None]  # ||g_i|| = ||x_i|| |r_i|
+    count += np.count_nonzero(W > clip, axis=0)
+    # min{1, C/||g||} = C / max{||g||, C}; exactly 1 when not clipped.
+    np.maximum(W, clip, out=W)
+    np.divide(clip, W, out=W)
+    W *= R
+    R[...] = W
+    return R
 
 
 def screen_block(U: np.ndarray, threshold: float, hit: np.ndarray) -> int:
