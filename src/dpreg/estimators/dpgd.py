@@ -49,6 +49,8 @@ from dpreg.estimators.dpgd_kernel import (
     clip_correction_block_reference,
     clipped_residual_weights,
     clipped_residual_weights_reference,
+    row_clip_corrections,
+    row_clip_corrections_reference,
     screen_block,
     screen_block_reference,
 )
@@ -74,13 +76,14 @@ _NOISE_BLOCK_ELEMENTS = 2**18
 _KERNEL_CACHE_SIZE = 2  # kernels kept (e.g. one dataset's gradient- and residual-clip ones)
 _KERNEL_CACHE: OrderedDict[tuple, ClippedGradientKernel] = OrderedDict()
 NEIGHBOURS = ("replace_one", "zero_out")
-KERNELS = ("fast", "rows")
+KERNELS = ("fast", "rows", "gram")
 
 __all__ = [
     "CLIP_MODES",
     "KERNELS",
     "NEIGHBOURS",
     "ClippedGradientKernel",
+    "GramRowGradient",
     "clipped_gradient_kernel",
     "clipped_mean_gradient",
     "dp_gd_noise_std",
@@ -446,6 +449,71 @@ class ClippedGradientKernel:
         return out_grad, out_count / self.n
 
 
+class GramRowGradient:
+    r"""The averaged clipped gradient from the Gram matrix and one product per evaluation.
+
+    :math:`\frac1n\sum_i \mathrm{clip}(g_i) = \frac1n\bigl(G\theta - X^\top y -
+    \sum_{i\ \mathrm{clipped}} x_i (w_i - r_i)\bigr)` with :math:`G = X^\top X` formed
+    once: each evaluation takes the residuals (one :math:`(n, d)` by :math:`(d,
+    \text{trials})` product, the same values as :func:`clipped_mean_gradient`, so the
+    clip counts are identical) and one compiled pass over them that corrects the
+    clipped pairs (:func:`~dpreg.estimators.dpgd_kernel.row_clip_corrections`), instead of
+    a second product over all rows. No copy of ``X`` is made (``kernel="gram"`` of
+    :func:`dp_gd_path`, for few trials on a large design: Brown et al. 2024, Figs. 2 and 8,
+    one run per data set). Equal to :func:`clipped_mean_gradient` up to rounding.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+    y : ndarray, shape (n,)
+    clip : float
+        Finite clipping level.
+    clip_mode : {"gradient", "residual"}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(200, 3)), rng.normal(size=200)
+    >>> theta = rng.normal(size=(3, 2))
+    >>> g, frac = GramRowGradient(X, y, 1.0)(theta)
+    >>> g_ref, frac_ref = clipped_mean_gradient(X, y, theta, 1.0)
+    >>> bool(np.allclose(g, g_ref, rtol=0, atol=1e-13)), bool(np.array_equal(frac, frac_ref))
+    (True, True)
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, clip: float, clip_mode: str = "gradient"):
+        check_choice(clip_mode, "clip_mode", CLIP_MODES)
+        self.X, self.y, self.clip, self.clip_mode = X, y, float(clip), clip_mode
+        self.gram = X.T @ X
+        self.moment = X.T @ y
+        self.norms = np.linalg.norm(X, axis=1) if clip_mode == "gradient" else np.ones(len(y))
+
+    def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(grad (d, trials), clip_fraction (trials,))`` at ``theta (d, trials)``."""
+        X, y = self.X, self.y
+        n, d = X.shape
+        trials = theta.shape[1]
+        count = np.zeros(trials, dtype=np.int64)
+        corr = np.zeros((trials, d))
+        passes = (
+            row_clip_corrections if _use_compiled(n * trials) else row_clip_corrections_reference
+        )
+        block = max(1, _BLOCK_ELEMENTS // max(trials, 1))
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            R = X[start:stop] @ theta
+            passes(
+                R, y[start:stop], self.norms[start:stop], X[start:stop], self.clip,
+                self.clip_mode, count, corr,
+            )  # fmt: skip
+        grad = self.gram @ theta
+        grad -= self.moment[:, None]
+        grad -= corr.T
+        grad /= n
+        return grad, count / n
+
+
 def _use_compiled(pairs: int) -> bool:
     """Whether the kernel's elementwise pass runs compiled.
 
@@ -707,14 +775,16 @@ def dp_gd_path(
         See :func:`clipped_mean_gradient`.
     return_path : bool
         Return all iterates (default) or only the last one.
-    kernel : {"fast", "rows"}
+    kernel : {"fast", "rows", "gram"}
         ``"fast"`` (default): :class:`ClippedGradientKernel` (the same gradients and
         clip counts up to floating-point rounding; 5-20x faster than ``"rows"`` on
         Lev et al.'s large datasets, ``benchmarks/results/anchors.md``, and
         :math:`O(d^2)` per trial and step without clipping, ``clip = inf``).
-        ``"rows"``: :func:`clipped_mean_gradient` at every step (the reference). The
-        noise draws are identical, so both kernels give the same path to rounding
-        error.
+        ``"rows"``: :func:`clipped_mean_gradient` at every step (the reference).
+        ``"gram"``: :class:`GramRowGradient` (one product over the rows per step
+        instead of two, no copy of ``X``: for one or a few runs on a large design;
+        ``"rows"`` when ``clip = inf``). The noise draws are identical, so all kernels
+        give the same path to rounding error, with the same clip counts.
 
     Returns
     -------
@@ -731,6 +801,8 @@ def dp_gd_path(
         theta = np.array(np.broadcast_to(np.asarray(theta0, dtype=np.float64), (trials, d)).T)
     if kernel == "fast":
         gradient = clipped_gradient_kernel(X, y, clip, clip_mode=clip_mode)
+    elif kernel == "gram" and not math.isinf(clip):
+        gradient = GramRowGradient(X, y, clip, clip_mode)
     else:
         row_norms = np.linalg.norm(X, axis=1)
 
@@ -852,7 +924,7 @@ def fit_dp_gd(
         interval built from m runs of T steps, or from one run whose budget covers all
         of its iterations, stays rho-zCDP in total (Brown et al. 2024, §3 and
         App. B; docs/notes/brown2024.md §8 item 3).
-    kernel : {"fast", "rows"}, default "fast"
+    kernel : {"fast", "rows", "gram"}, default "fast"
         Gradient evaluation, see :func:`dp_gd_path`.
 
     Returns
