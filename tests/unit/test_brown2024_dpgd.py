@@ -386,28 +386,6 @@ def test_compiled_and_numpy_elementwise_passes_give_identical_gradients(screen, 
     assert 0 < out[0][1].max()
 
 
-@pytest.mark.parametrize("limit", [1.0, 3.0, math.inf])
-@pytest.mark.parametrize("mode", ["gradient", "residual"])
-def test_gram_corrections_and_their_fallback_equal_the_row_pass(limit, mode, monkeypatch):
-    """Blocks with clipped pairs take the Gram product plus the clipped pairs' corrections
-    while every clipped scaled residual is within _CORRECTION_RANGE, else the clipped
-    gradient's own product (limit 1: always; inf: never; 3: both in one call)."""
-    import dpreg.estimators.dpgd as mod
-
-    monkeypatch.setattr(mod, "_CORRECTION_RANGE", limit)
-    monkeypatch.setattr(mod, "_FAST_BLOCK_ELEMENTS", 2000)
-    X, y = _gaussian(n=1500, p=4, seed=31)
-    ols = np.linalg.lstsq(X, y, rcond=None)[0]
-    spread = np.linspace(0.0, 4.0, 40)
-    theta = ols[:, None] + np.random.default_rng(5).standard_normal((4, 40)) * spread
-    kernel = ClippedGradientKernel(X, y, 1.5, clip_mode=mode)
-    g, frac = kernel(theta)
-    g_ref, frac_ref = clipped_mean_gradient(X, y, theta, 1.5, clip_mode=mode)
-    np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
-    np.testing.assert_array_equal(frac, frac_ref)
-    assert kernel.pairs["dense"] > 0 and frac_ref.max() > 0.2
-
-
 def test_row_pass_weights_compiled_or_numpy_give_identical_gradients(monkeypatch):
     """clipped_mean_gradient (the "rows" kernel) takes the compiled weight pass for large
     blocks; it must give numpy's gradients and clip fractions bit for bit."""

@@ -9,8 +9,6 @@ from hypothesis import strategies as st
 from dpreg.estimators.dpgd_kernel import (
     clip_block,
     clip_block_reference,
-    clip_correction_block,
-    clip_correction_block_reference,
     clipped_residual_weights,
     clipped_residual_weights_reference,
     row_clip_corrections,
@@ -80,59 +78,6 @@ def test_screen_block_equals_the_numpy_reference(seed, rows, width, threshold, s
     np.testing.assert_array_equal(hits[0][1], hits[1][1])
     expected = np.any(np.abs(U.astype(np.float64)) > threshold, axis=1)
     np.testing.assert_array_equal(hits[0][1], expected)
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    rows=st.integers(1, 70),
-    width=st.integers(1, 40),
-    d=st.integers(1, 6),
-    scale=st.sampled_from([0.1, 1.0, 3.0, 30.0]),
-    limit=st.sampled_from([2.0, 16.0, np.inf]),
-)
-def test_clip_correction_block_equals_the_numpy_reference(seed, rows, width, d, scale, limit):
-    """Bit for bit (the same products added in the same order), and where no clipped
-    |u| exceeds the limit the corrections turn the Gram product into the clipped sum."""
-    rng = np.random.default_rng(seed)
-    U = rng.standard_normal((rows, width)) * scale
-    U[rng.random((rows, width)) < 0.1] = 1.0  # on the boundary: not clipped
-    U[rng.random((rows, width)) < 0.05] = -1.0
-    XB = rng.standard_normal((rows, d))
-    start = rng.standard_normal((width, d))  # corrections are added, not overwritten
-    results = []
-    for fn in (clip_correction_block, clip_correction_block_reference):
-        count = np.arange(width, dtype=np.int64)
-        hit = np.full(rows + 3, 7, dtype=np.uint8)
-        corr = start.copy()
-        total, wide = fn(U, XB, count, hit, corr, limit)
-        results.append((total, wide, count, hit[:rows], corr))
-    (t1, w1, c1, h1, r1), (t2, w2, c2, h2, r2) = results
-    clipped = np.abs(U) > 1.0
-    assert t1 == t2 == int(clipped.any(axis=1).sum())
-    assert w1 == w2 == bool(np.any(clipped & (np.abs(U) > limit)))
-    np.testing.assert_array_equal(c1, c2)
-    np.testing.assert_array_equal(c1 - np.arange(width), np.count_nonzero(clipped, axis=0))
-    np.testing.assert_array_equal(h1, h2)
-    np.testing.assert_array_equal(r1, r2)  # bit for bit
-    if not w1:
-        W = np.clip(U, -1.0, 1.0)
-        np.testing.assert_allclose(
-            (r1 - start) + U.T @ XB, W.T @ XB, rtol=0, atol=1e-12 * (1.0 + np.abs(U).max())
-        )
-
-
-def test_clip_correction_block_on_views():
-    """Called on the trailing columns of a count vector and the trailing rows of a buffer."""
-    U = np.array([[2.0, 0.0, -5.0], [0.2, 0.3, 0.4]])
-    XB = np.array([[1.0, -1.0], [2.0, 2.0]])
-    count = np.zeros(5, dtype=np.int64)
-    hit = np.zeros(2, dtype=np.uint8)
-    corr = np.zeros((4, 2))
-    assert clip_correction_block(U, XB, count[2:], hit, corr[1:], 16.0) == (1, False)
-    assert count.tolist() == [0, 0, 1, 0, 1]
-    assert hit.tolist() == [1, 0]
-    assert corr.tolist() == [[0.0, 0.0], [-1.0, 1.0], [0.0, 0.0], [4.0, -4.0]]
 
 
 @settings(max_examples=40, deadline=None)

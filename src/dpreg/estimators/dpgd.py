@@ -45,8 +45,6 @@ from dpreg._validation import (
 from dpreg.estimators.dpgd_kernel import (
     clip_block,
     clip_block_reference,
-    clip_correction_block,
-    clip_correction_block_reference,
     clipped_residual_weights,
     clipped_residual_weights_reference,
     row_clip_corrections,
@@ -64,7 +62,6 @@ _BLOCK_ELEMENTS = 2**19
 _FAST_BLOCK_ELEMENTS = 2**17  # rows x parameters per block of the fast kernel
 _FAST_MIN_ROWS = 256
 _SPARSE_FRACTION = 0.5  # clipped rows' share of a block's work below which they are split off
-_CORRECTION_RANGE = 16.0  # largest clipped |u| corrected from the Gram product (see __call__)
 _SCREEN_FACTOR = 2.0**-23  # 2 x unit roundoff of float32 (see ClippedGradientKernel._screened)
 _SCREEN_RANGE = 2.0**60  # largest |entry| of the data and parameters screened in float32
 _COMPILED_MIN_PAIRS = 2**20  # (row, parameter) pairs per call from which numba is loaded
@@ -207,23 +204,20 @@ class ClippedGradientKernel:
     :math:`\theta_{\rm ref}`, so in every row block the certified parameters are a
     prefix and their Gram products over consecutive blocks are prefix sums. Only the
     remaining pairs go through the first product; blocks where none of them is clipped
-    then use the Gram product too, and blocks with clipped pairs use it plus the clipped
-    pairs' corrections, :math:`G_b[\theta; -1] + \sum_{i:\,|u_i|>1} x_iB_i
-    (\mathrm{clip}(u_i) - u_i)` (the same sum, regrouped; one compiled pass,
-    :func:`~dpreg.estimators.dpgd_kernel.clip_correction_block`, counts, flags and
-    corrects), so no second product over the block's rows is needed. The regrouping
-    cancels terms of size :math:`|u_i|`: a block with a clipped :math:`|u_i| > 16`
-    takes the second product :math:`\sum_i x_iB_i\,\mathrm{clip}(u_i)` instead. A
-    parameter repeated in every column (every run's :math:`\theta_0 = 0`) is evaluated
-    once.
+    then use the Gram product too, and blocks where few rows are clipped (for any of the
+    parameters) use it for the other rows, :math:`(G_b - \sum_{i\in H}(x_iB_i)a_i^\top)
+    [\theta; -1] + \sum_{i\in H} x_iB_i\,\mathrm{clip}(u_i)` over the set :math:`H` of
+    such rows (the same sum, regrouped); only the other blocks take the second product
+    over all their rows. A parameter repeated in every column (every run's
+    :math:`\theta_0 = 0`) is evaluated once.
 
     With ``clip = inf`` the averaged gradient is exactly
     :math:`\hat\Sigma\theta - X^\top y/n` (precomputed): :math:`O(d^2)` per parameter.
 
     ``pairs`` counts the (row, parameter) pairs handled so far by the certificate
-    (``"certified"``), by the Gram product of a block without clipping (``"gram"``), in
-    blocks where few rows (``"sparse"``) or many rows (``"dense"``) are clipped for some
-    parameter, and as copies of a repeated parameter (``"shared"``).
+    (``"certified"``), by the Gram product of a block without clipping (``"gram"``), by
+    the Gram product with the clipped rows split off (``"sparse"``), by the two products
+    (``"dense"``) and as copies of a repeated parameter (``"shared"``).
 
     Parameters
     ----------
@@ -302,8 +296,7 @@ class ClippedGradientKernel:
         self.A = np.empty((n, d + 1))
         np.multiply(Xs, inv_Bs[:, None], out=self.A[:, :d])
         self.A[:, d] = ys * inv_Bs
-        self.XB = Xs * Bs[:, None]  # rows x_i B_i (row-major: the clipped pairs' corrections)
-        self.XB_T = np.ascontiguousarray(self.XB.T)
+        self.XB_T = np.ascontiguousarray((Xs * Bs[:, None]).T)
         self.screen = bool(screen) and float(np.abs(self.A).max(initial=0.0)) <= _SCREEN_RANGE
         if self.screen:  # single-precision copy and the rows' L1 norms (rounding bounds)
             self.A32 = self.A.astype(np.float32)
@@ -405,8 +398,6 @@ class ClippedGradientKernel:
         # (a DP-GD run calls it at every step) pays numba's start-up
         compiled = _use_compiled(self.n * trials + sum(self.pairs.values()))
         clip_pass = clip_block if compiled else clip_block_reference
-        correction_pass = clip_correction_block if compiled else clip_correction_block_reference
-        limit = _CORRECTION_RANGE
         screen = self.screen and float(np.abs(theta).max()) <= _SCREEN_RANGE
         if screen:
             ext32 = ext.astype(np.float32)
@@ -422,25 +413,25 @@ class ClippedGradientKernel:
             if screen and self._screened(k, lo, part, ext32, e_inf, lay, grad, count, clip_pass):
                 continue
             U = np.matmul(self.A[start:stop], part, out=lay.u[: rows * width].reshape(rows, width))
-            corr = lay.corr[: width * d].reshape(width, d)
-            corr.fill(0.0)
-            # one pass: clipped pairs counted, rows clipped somewhere flagged, and the
-            # clipped pairs' corrections to the Gram product (while every clipped |u|
-            # is at most _CORRECTION_RANGE)
-            hits, wide = correction_pass(U, self.XB[start:stop], count[lo:], lay.hit, corr, limit)
-            if hits == 0:  # clip(U) = U: the Gram product
+            W = lay.w[: rows * width].reshape(rows, width)
+            # one pass: W = clip(U), clipped pairs counted, rows clipped somewhere flagged
+            if clip_pass(U, W, count[lo:], lay.hit) == 0:  # W = U: the Gram product
                 grad[:, lo:] += lay.gram[k] @ part
                 pairs["gram"] += rows * width
                 continue
-            pairs[
-                "sparse" if hits * (width + d + 1) <= _SPARSE_FRACTION * rows * width else "dense"
-            ] += rows * width
-            if wide:  # large clipped residuals: the clipped gradient's own product
-                W = np.clip(U, -1.0, 1.0, out=lay.w[: rows * width].reshape(rows, width))
-                grad[:, lo:] += self.XB_T[:, start:stop] @ W
+            hit = np.flatnonzero(lay.hit[:rows])
+            if hit.size * (width + d + 1) <= _SPARSE_FRACTION * rows * width:
+                # few such rows: the block's Gram product over the other rows (where
+                # W = U), plus the clipped rows' terms
+                rows_hit = start + hit
+                XB_hit = self.XB_T[:, rows_hit]
+                gram = lay.gram[k] - XB_hit @ self.A[rows_hit]
+                grad[:, lo:] += gram @ part
+                grad[:, lo:] += XB_hit @ W[hit]
+                pairs["sparse"] += rows * width
                 continue
-            grad[:, lo:] += lay.gram[k] @ part
-            grad[:, lo:] += corr.T
+            pairs["dense"] += rows * width
+            grad[:, lo:] += self.XB_T[:, start:stop] @ W
         out_grad = np.empty_like(grad)
         out_grad[:, order] = grad
         out_count = np.empty(trials, dtype=np.int64)
@@ -614,7 +605,6 @@ class _BlockLayout:
         np.cumsum(self.gram, axis=0, out=self.gram_prefix[1:])
         self.u = np.empty(rows * trials)
         self.w = np.empty(rows * trials)
-        self.corr = np.empty(trials * d)
         self.hit = np.zeros(rows, dtype=np.uint8)
         if kernel.screen:
             self.u32 = np.empty(rows * trials, dtype=np.float32)

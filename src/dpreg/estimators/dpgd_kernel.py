@@ -21,8 +21,6 @@ import numpy as np
 __all__ = [
     "clip_block",
     "clip_block_reference",
-    "clip_correction_block",
-    "clip_correction_block_reference",
     "clipped_residual_weights",
     "clipped_residual_weights_reference",
     "row_clip_corrections",
@@ -67,37 +65,6 @@ def _kernel() -> Any:
         return total
 
     @numba.njit(cache=True, nogil=True)
-    def correction(U, XB, count, hit, corr, limit):
-        rows, width = U.shape
-        d = XB.shape[1]
-        total = 0
-        wide = False
-        for i in range(rows):
-            # a branch-free scan first (it vectorises): most rows clip nowhere
-            outside = False
-            for j in range(width):
-                outside |= not (abs(U[i, j]) <= 1.0)
-            if not outside:
-                hit[i] = 0
-                continue
-            row_hit = 0
-            for j in range(width):
-                u = U[i, j]
-                w = min(max(u, -1.0), 1.0)
-                if u != w:
-                    count[j] += 1
-                    row_hit = 1
-                    if abs(u) > limit:
-                        wide = True
-                    if not wide:
-                        diff = w - u
-                        for a in range(d):
-                            corr[j, a] += XB[i, a] * diff
-            hit[i] = row_hit
-            total += row_hit
-        return total, wide
-
-    @numba.njit(cache=True, nogil=True)
     def weights(R, y, norms, clip, count):
         rows, width = R.shape
         for i in range(rows):
@@ -133,7 +100,7 @@ def _kernel() -> Any:
                     for a in range(d):
                         corr[j, a] += X[i, a] * diff
 
-    return kernel, screen, correction, weights, row_corrections
+    return kernel, screen, weights, row_corrections
 
 
 def clip_block(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: np.ndarray) -> int:
@@ -187,106 +154,6 @@ def clip_block_reference(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: n
     return int(rows.sum())
 
 
-def clip_correction_block(
-    U: np.ndarray,
-    XB: np.ndarray,
-    count: np.ndarray,
-    hit: np.ndarray,
-    corr: np.ndarray,
-    limit: float,
-) -> tuple[int, bool]:
-    r"""Count and flag clipped pairs of a block and add their corrections to the Gram product.
-
-    With :math:`u_{ij}` the scaled residuals of rows :math:`i` and parameters :math:`j`
-    and :math:`(XB)_i` the rows scaled by their thresholds, the block's clipped gradient
-    :math:`\sum_i (XB)_i\,\mathrm{clip}_{[-1,1]}(u_{ij})` equals its Gram product
-    :math:`\sum_i (XB)_i u_{ij}` plus :math:`\sum_{i:\,|u_{ij}|>1} (XB)_i
-    (\mathrm{clip}(u_{ij}) - u_{ij})`, a sum over the clipped pairs only. This pass adds
-    those terms, in increasing ``i``, to ``corr[j]``, counts the clipped pairs and flags the
-    clipped rows (as :func:`clip_block`). The regrouped sum cancels :math:`\sum_i (XB)_i
-    u_{ij}` against the corrections, so its rounding error grows with :math:`|u_{ij}|`:
-    once a clipped :math:`|u_{ij}|` exceeds ``limit`` the corrections stop (``corr`` is
-    then incomplete and must be discarded) and ``wide`` is returned True; counts and flags
-    are always complete.
-
-    Parameters
-    ----------
-    U : ndarray, shape (rows, width), float64
-        Scaled residuals (read only).
-    XB : ndarray, shape (rows, d), float64
-        The block's rows times their thresholds.
-    count : ndarray, shape (width,), int64
-        Incremented in place by the number of clipped rows of each column.
-    hit : ndarray, shape (>= rows,), uint8
-        ``hit[i]`` set to 1 if row i is clipped in some column, else 0.
-    corr : ndarray, shape (width, d), float64
-        Receives the corrections (added in place).
-    limit : float
-        Largest clipped :math:`|u_{ij}|` for which corrections are accumulated.
-
-    Returns
-    -------
-    total : int
-        The number of rows clipped in some column.
-    wide : bool
-        Whether a clipped :math:`|u_{ij}|` exceeded ``limit``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> U = np.array([[0.5, 2.0], [-3.0, 0.1]])
-    >>> XB = np.array([[1.0, 2.0], [3.0, 4.0]])
-    >>> count, hit = np.zeros(2, dtype=np.int64), np.zeros(2, np.uint8)
-    >>> corr = np.zeros((2, 2))
-    >>> clip_correction_block(U, XB, count, hit, corr, 16.0)
-    (2, False)
-    >>> corr.tolist(), count.tolist()
-    ([[6.0, 8.0], [-1.0, -2.0]], [1, 1])
-    """
-    total, wide = _kernel()[2](U, XB, count, hit, corr, float(limit))
-    return int(total), bool(wide)
-
-
-def clip_correction_block_reference(
-    U: np.ndarray,
-    XB: np.ndarray,
-    count: np.ndarray,
-    hit: np.ndarray,
-    corr: np.ndarray,
-    limit: float,
-) -> tuple[int, bool]:
-    """Numpy reference of :func:`clip_correction_block` (same effects, bit for bit).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> U, XB = np.array([[0.5, 2.0]]), np.array([[1.0, 2.0]])
-    >>> count, hit, corr = np.zeros(2, dtype=np.int64), np.zeros(1, np.uint8), np.zeros((2, 2))
-    >>> clip_correction_block_reference(U, XB, count, hit, corr, 16.0), corr.tolist()
-    ((1, False), [[0.0, 0.0], [-1.0, -2.0]])
-    """
-    W = np.clip(U, -1.0, 1.0)
-    clipped = U != W
-    count += np.count_nonzero(clipped, axis=0)
-    rows = clipped.any(axis=1)
-    hit[: U.shape[0]] = rows
-    # corrections up to (excluding) the first clipped pair beyond the limit, in row order
-    over = np.flatnonzero((clipped & (np.abs(U) > limit)).reshape(-1))
-    stop = int(over[0]) if over.size else U.size
-    diff = np.where(clipped, W - U, 0.0)
-    diff.reshape(-1)[stop:] = 0.0
-    idx = np.flatnonzero(rows)
-    if idx.size:
-        # terms (i, j, a) = XB[i, a] diff[i, j], added to corr[j, a] one row after another
-        # (cumsum is a running sum: the compiled loop's order; an unclipped pair adds a
-        # zero, which leaves a sum that is not -0.0 unchanged)
-        terms = np.empty((idx.size + 1, *corr.shape))
-        terms[0] = corr
-        np.multiply(diff[idx][:, :, None], XB[idx][:, None, :], out=terms[1:])
-        corr[...] = np.cumsum(terms, axis=0)[-1]
-    return int(rows.sum()), bool(over.size)
-
-
 def clipped_residual_weights(
     R: np.ndarray, y: np.ndarray, norms: np.ndarray, clip: float, count: np.ndarray
 ) -> np.ndarray:
@@ -327,7 +194,7 @@ def clipped_residual_weights(
     >>> count.tolist()
     [1]
     """
-    _kernel()[3](R, y, norms, float(clip), count)
+    _kernel()[2](R, y, norms, float(clip), count)
     return R
 
 
@@ -400,7 +267,7 @@ def row_clip_corrections(
     >>> count.tolist(), corr.tolist()
     ([1], [[0.0, 6.0]])
     """
-    _kernel()[4](R, y, norms, X, float(clip), clip_mode == "residual", count, corr)
+    _kernel()[3](R, y, norms, X, float(clip), clip_mode == "residual", count, corr)
 
 
 def row_clip_corrections_reference(
