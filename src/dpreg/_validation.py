@@ -74,6 +74,13 @@ def check_vector(y: Any, n: int, name: str = "y") -> np.ndarray:
 
 
 def _check_finite(arr: np.ndarray, name: str) -> None:
+    if arr.dtype == np.float64:
+        # one pass, no temporary: a NaN or infinite entry makes the sum NaN or infinite,
+        # so a finite sum proves every entry finite (an overflowing sum of finite values
+        # falls through to the exact check)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if math.isfinite(float(np.add.reduce(arr, axis=None))):
+                return
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))
         where = bad[0].tolist()

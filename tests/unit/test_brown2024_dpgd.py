@@ -384,3 +384,61 @@ def test_compiled_and_numpy_elementwise_passes_give_identical_gradients(screen, 
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
     assert 0 < out[0][1].max()
+
+
+def test_row_pass_weights_compiled_or_numpy_give_identical_gradients(monkeypatch):
+    """clipped_mean_gradient (the "rows" kernel) takes the compiled weight pass for large
+    blocks; it must give numpy's gradients and clip fractions bit for bit."""
+    import dpreg.estimators.dpgd as mod
+
+    X, y = _gaussian(n=3000, p=4, seed=8)
+    theta = np.random.default_rng(2).standard_normal((4, 3)) * np.array([0.1, 1.0, 5.0])
+    out = []
+    for compiled in (True, False):
+        monkeypatch.setattr(mod, "_use_compiled", lambda pairs, c=compiled: c)
+        out.append(clipped_mean_gradient(X, y, theta, 1.5))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    np.testing.assert_array_equal(out[0][1], out[1][1])
+    assert 0 < out[0][1].min() < out[0][1].max() < 1
+
+
+@pytest.mark.parametrize("mode", ["gradient", "residual"])
+def test_gram_row_gradient_equals_the_row_pass(mode, monkeypatch):
+    """kernel="gram": the Gram product minus the clipped pairs' corrections equals the
+    row pass to rounding, with identical clip counts, in one block or many, compiled or
+    not (the two passes agree bit for bit)."""
+    import dpreg.estimators.dpgd as mod
+    from dpreg.estimators.dpgd import GramRowGradient
+
+    X, y = _gaussian(n=2000, p=5, seed=17)
+    X[3] = 0.0
+    theta = np.random.default_rng(4).standard_normal((5, 3)) * np.array([0.05, 1.0, 4.0])
+    g_ref, frac_ref = clipped_mean_gradient(X, y, theta, 1.2, clip_mode=mode)
+    results = []
+    for block, compiled in ((2**19, True), (256, True), (256, False)):
+        monkeypatch.setattr(mod, "_BLOCK_ELEMENTS", block)
+        monkeypatch.setattr(mod, "_use_compiled", lambda pairs, c=compiled: c)
+        g, frac = GramRowGradient(X, y, 1.2, mode)(theta)
+        scale = np.abs(X).max() * (np.abs(y).max() + np.abs(X).max() * np.abs(theta).max())
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-13 * scale)
+        np.testing.assert_array_equal(frac, frac_ref)
+        results.append(g)
+    np.testing.assert_array_equal(results[1], results[2])
+    assert 0 < frac_ref.min() < frac_ref.max() < 1
+
+
+def test_gram_kernel_runs_the_same_dp_gd_as_rows():
+    X, y = _gaussian(n=3000, p=4, seed=5)
+    kw = dict(budget=ZCDP(0.05), T=20, step=0.2, clip=2.0, bound_X=None, bound_y=None)
+    fits = {
+        k: fit_dp_gd(X, y, rng=np.random.default_rng(3), kernel=k, **kw) for k in ("rows", "gram")
+    }
+    np.testing.assert_allclose(fits["gram"].theta, fits["rows"].theta, rtol=0, atol=1e-12)
+    for key in ("noise_std", "rho_total", "T"):
+        assert fits["gram"].diagnostics[key] == fits["rows"].diagnostics[key]
+    assert fits["gram"].budget_spent == fits["rows"].budget_spent
+    clip = [f.nonprivate_diagnostics["clip_fraction"] for f in fits.values()]
+    np.testing.assert_array_equal(clip[0], clip[1])
+    assert clip[0].max() > 0
+    with pytest.raises(ValueError, match="kernel"):
+        fit_dp_gd(X, y, rng=np.random.default_rng(3), kernel="gramm", **kw)

@@ -208,15 +208,22 @@ def test_brown2024_designs():
         BrownDGP.draw(rng=np.random.default_rng(0), p=2, sigma=-1.0)
 
 
+@pytest.mark.parametrize("compiled_from", [0, 2**62])
 @pytest.mark.parametrize("design", ["isotropic", "anisotropic"])
 @pytest.mark.parametrize("p", [1, 2, 5])
-def test_brown2024_draw_order_is_pinned(design, p):
+def test_brown2024_draw_order_is_pinned(design, p, compiled_from, monkeypatch):
     """theta*, then the N(0, 1) design, then (anisotropic) u_3..u_p and U, then the noise.
 
     The Brown et al. studies draw every data set in this order from one Generator; a
     change of order would change every published table, so it is spelled out here.
+    ``compiled_from = 0``: the normals are drawn by the compiled fill (large data sets),
+    which must give numpy's values and leave the generator where numpy would.
     """
     from scipy.stats import special_ortho_group
+
+    import dpreg.data.synthetic as synthetic
+
+    monkeypatch.setattr(synthetic, "_COMPILED_MIN_DRAWS", compiled_from)
 
     n, sigma, mu = 30, 0.7, 0.3
     rng = np.random.default_rng([5, p])

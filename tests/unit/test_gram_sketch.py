@@ -193,3 +193,21 @@ def test_unknown_bartlett_kernel_is_refused():
     f = gram_factor(_matrix())
     with pytest.raises(ValueError, match="kernel"):
         sample_sketch_gram(f, np.ones(2), 5, np.random.default_rng(0), kernel="blas")
+
+
+@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+def test_bartlett_normals_drawn_compiled_equal_numpys(kernel, monkeypatch):
+    """The strictly-lower Bartlett entries come from the compiled normal fill: the same
+    values and generator state as numpy's own draw, so the same Gram samples bit for bit."""
+    import dpreg.estimators.gram_sketch as gs
+
+    A = np.random.default_rng(1).standard_normal((40, 5))
+    factor = gs.gram_factor(A)
+    monkeypatch.setattr(gs, "_COMPILED_MIN_DRAWS", 0)
+    out = []
+    for fill in (gs.standard_normal_fill, lambda rng, buf: rng.standard_normal(out=buf)):
+        monkeypatch.setattr(gs, "standard_normal_fill", fill)
+        rng = np.random.default_rng(9)
+        out.append((gs.sample_sketch_gram(factor, 0.3, 12, rng, kernel=kernel), rng.random()))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    assert out[0][1] == out[1][1]

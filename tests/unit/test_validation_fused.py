@@ -231,3 +231,22 @@ def test_fused_gram_on_accepted_designs(n, d):
     A = np.column_stack([X, y])
     tol = 4 * (n + 2) * np.finfo(float).eps * (np.abs(A).T @ np.abs(A))
     assert np.all(np.abs(fused[3] - A.T @ A) <= tol)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    X=arrays(
+        np.float64,
+        st.tuples(st.integers(1, 6), st.integers(1, 4)),
+        elements=st.sampled_from([0.0, -1.5, 2.0, 1e308, -1e308, math.nan, math.inf, -math.inf]),
+    )
+)
+def test_finite_check_by_sum_agrees_with_isfinite(X):
+    """The one-pass check (a finite sum proves every entry finite) refuses exactly the
+    arrays with a NaN or infinite entry, also where the sum of finite values overflows."""
+    bad = not np.all(np.isfinite(X))
+    if bad:
+        with pytest.raises(ValueError, match="X contains NaN or infinite values"):
+            _validation.check_matrix(X, "X")
+    else:
+        np.testing.assert_array_equal(_validation.check_matrix(X, "X"), X)

@@ -18,6 +18,7 @@ No global random state is used anywhere.
 
 from __future__ import annotations
 
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ import numpy as np
 
 from dpreg._validation import check_matrix, check_positive, check_rng
 from dpreg.data.datasets import Dataset
+
+_COMPILED_MIN_DRAWS = 2**20  # normals per draw from which numba's start-up (~0.4 s) pays
 
 __all__ = [
     "BROWN_DESIGNS",
@@ -47,6 +50,21 @@ def _check_n(n: Any) -> int:
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
         raise ValueError(f"n must be a positive integer; got {n!r}")
     return int(n)
+
+
+def _standard_normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """``rng.standard_normal(shape)``: the same values and generator state, compiled if large.
+
+    Large draws (from :data:`_COMPILED_MIN_DRAWS`, or once numba is loaded in this process)
+    use :func:`dpreg.data.normal_kernel.standard_normal_fill` (numpy's ziggurat on the same
+    bit generator, about 2.5x faster); both paths give identical arrays.
+    """
+    out = np.empty(shape)
+    if out.size >= _COMPILED_MIN_DRAWS or "numba" in sys.modules:
+        from dpreg.data.normal_kernel import standard_normal_fill
+
+        return standard_normal_fill(rng, out)
+    return rng.standard_normal(out=out)
 
 
 def _check_dim(v: Any, name: str) -> int:
@@ -753,14 +771,14 @@ class BrownDGP(SyntheticDGP):
         rng = check_rng(rng)
         n = _check_n(n)
         p = self.p
-        X = rng.standard_normal((n, p))
+        X = _standard_normal(rng, (n, p))
         if self.design == "anisotropic":
             from scipy.stats import special_ortho_group
 
             lam = np.concatenate([[2.0, 1.0], rng.uniform(1.0, 2.0, size=max(p - 2, 0))])[:p]
             U = special_ortho_group.rvs(p, random_state=rng) if p > 1 else np.ones((1, 1))
             X = X @ (U * np.sqrt(lam)).T  # rows ~ N(0, U diag(lam) U^T)
-        y = X @ self.theta + self.noise_mean + self.sigma * rng.standard_normal(n)
+        y = X @ self.theta + self.noise_mean + self.sigma * _standard_normal(rng, (n,))
         sources, steps = self._record(n)
         return Dataset(
             name=self.name,

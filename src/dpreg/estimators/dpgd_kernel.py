@@ -18,7 +18,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["clip_block", "clip_block_reference", "screen_block", "screen_block_reference"]
+__all__ = [
+    "clip_block",
+    "clip_block_reference",
+    "clipped_residual_weights",
+    "clipped_residual_weights_reference",
+    "row_clip_corrections",
+    "row_clip_corrections_reference",
+    "screen_block",
+    "screen_block_reference",
+]
 
 
 @cache
@@ -55,7 +64,43 @@ def _kernel() -> Any:
             total += row_hit
         return total
 
-    return kernel, screen
+    @numba.njit(cache=True, nogil=True)
+    def weights(R, y, norms, clip, count):
+        rows, width = R.shape
+        for i in range(rows):
+            yi = y[i]
+            ni = norms[i]
+            for j in range(width):
+                r = yi - R[i, j]
+                a = abs(r) * ni
+                if a > clip:
+                    count[j] += 1
+                m = a if a > clip else clip
+                R[i, j] = (clip / m) * r
+
+    @numba.njit(cache=True, nogil=True)
+    def row_corrections(R, y, norms, X, clip, residual_mode, count, corr):
+        rows, width = R.shape
+        d = X.shape[1]
+        for i in range(rows):
+            yi = y[i]
+            ni = norms[i]
+            for j in range(width):
+                r = yi - R[i, j]
+                if residual_mode:
+                    clipped = abs(r) > clip
+                    w = clip if r > clip else (-clip if r < -clip else r)
+                else:
+                    g = abs(r) * ni
+                    clipped = g > clip
+                    w = (clip / g) * r if clipped else r
+                if clipped:
+                    count[j] += 1
+                    diff = w - r
+                    for a in range(d):
+                        corr[j, a] += X[i, a] * diff
+
+    return kernel, screen, weights, row_corrections
 
 
 def clip_block(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: np.ndarray) -> int:
@@ -107,6 +152,165 @@ def clip_block_reference(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: n
     rows = clipped.any(axis=1)
     hit[: U.shape[0]] = rows
     return int(rows.sum())
+
+
+def clipped_residual_weights(
+    R: np.ndarray, y: np.ndarray, norms: np.ndarray, clip: float, count: np.ndarray
+) -> np.ndarray:
+    r"""Turn fitted values into clipped-gradient weights in place, counting clipped pairs.
+
+    For gradient clipping of the squared loss (Brown et al. 2024, Alg. 1) the clipped
+    per-example gradient is :math:`-x_i w_{ij}` with :math:`r_{ij} = y_i - R_{ij}` and
+    :math:`w_{ij} = r_{ij}\,C/\max\{\|x_i\||r_{ij}|,\ C\}`. One pass computes every
+    :math:`w_{ij}` with the same floating-point operations, in the same order, as the
+    numpy sequence of :func:`dpreg.estimators.dpgd.clipped_mean_gradient` (five
+    elementwise passes and a temporary), so the weights are identical bit for bit
+    (:func:`clipped_residual_weights_reference`).
+
+    Parameters
+    ----------
+    R : ndarray, shape (rows, width), float64, C-contiguous
+        Fitted values :math:`x_i^\top\theta_j`; overwritten by the weights.
+    y : ndarray, shape (rows,)
+    norms : ndarray, shape (rows,)
+        :math:`\|x_i\|_2`.
+    clip : float
+        :math:`C`.
+    count : ndarray, shape (width,), int64
+        Incremented by the number of rows with :math:`\|x_i\||r_{ij}| > C`.
+
+    Returns
+    -------
+    ndarray
+        ``R``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> R, count = np.array([[0.0], [4.0]]), np.zeros(1, dtype=np.int64)
+    >>> clipped_residual_weights(R, np.array([1.0, 0.0]), np.array([1.0, 2.0]), 2.0, count)
+    array([[ 1.],
+           [-1.]])
+    >>> count.tolist()
+    [1]
+    """
+    _kernel()[2](R, y, norms, float(clip), count)
+    return R
+
+
+def clipped_residual_weights_reference(
+    R: np.ndarray, y: np.ndarray, norms: np.ndarray, clip: float, count: np.ndarray
+) -> np.ndarray:
+    """Numpy reference of :func:`clipped_residual_weights` (the same bits).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> R, count = np.array([[0.0], [4.0]]), np.zeros(1, dtype=np.int64)
+    >>> w = clipped_residual_weights_reference(R, np.ones(2), np.array([1.0, 2.0]), 2.0, count)
+    >>> w.ravel().tolist(), count.tolist()
+    ([1.0, -1.0], [1])
+    """
+    np.subtract(y[:, None], R, out=R)  # residuals r_i
+    W = np.abs(R)
+    W *= norms[:, None]  # ||g_i|| = ||x_i|| |r_i|
+    count += np.count_nonzero(W > clip, axis=0)
+    # min{1, C/||g||} = C / max{||g||, C}; exactly 1 when not clipped.
+    np.maximum(W, clip, out=W)
+    np.divide(clip, W, out=W)
+    W *= R
+    R[...] = W
+    return R
+
+
+def row_clip_corrections(
+    R: np.ndarray,
+    y: np.ndarray,
+    norms: np.ndarray,
+    X: np.ndarray,
+    clip: float,
+    clip_mode: str,
+    count: np.ndarray,
+    corr: np.ndarray,
+) -> None:
+    r"""Count the clipped (row, parameter) pairs of a row block and add their corrections.
+
+    With residuals :math:`r_{ij} = y_i - R_{ij}` and clipped weights :math:`w_{ij}`
+    (``"gradient"``: :math:`r_{ij} C/\max\{\|x_i\||r_{ij}|, C\}`; ``"residual"``:
+    :math:`\mathrm{clip}_{[-C, C]}(r_{ij})`), the clipped gradient sum
+    :math:`-\sum_i x_i w_{ij}` equals :math:`G\theta_j - X^\top y - \sum_{i\,
+    \mathrm{clipped}} x_i (w_{ij} - r_{ij})`; this pass adds the last sum's terms to
+    ``corr[j]`` in increasing ``i`` and counts the clipped pairs (the same comparisons
+    as :func:`dpreg.estimators.dpgd.clipped_mean_gradient`, so the counts are exact).
+
+    Parameters
+    ----------
+    R : ndarray, shape (rows, width)
+        Fitted values :math:`x_i^\top\theta_j` (read only).
+    y, norms : ndarray, shape (rows,)
+        Responses and :math:`\|x_i\|_2` (``norms`` unused by ``"residual"``).
+    X : ndarray, shape (rows, d)
+    clip : float
+    clip_mode : {"gradient", "residual"}
+    count : ndarray, shape (width,), int64
+        Incremented by the clipped pairs of each column.
+    corr : ndarray, shape (width, d), float64
+        Receives the corrections (added in place).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> R, X = np.array([[0.0], [4.0]]), np.array([[1.0, 0.0], [0.0, 2.0]])
+    >>> count, corr = np.zeros(1, dtype=np.int64), np.zeros((1, 2))
+    >>> row_clip_corrections(R, np.zeros(2), np.array([1.0, 2.0]), X, 2.0, "gradient",
+    ...                      count, corr)
+    >>> count.tolist(), corr.tolist()
+    ([1], [[0.0, 6.0]])
+    """
+    _kernel()[3](R, y, norms, X, float(clip), clip_mode == "residual", count, corr)
+
+
+def row_clip_corrections_reference(
+    R: np.ndarray,
+    y: np.ndarray,
+    norms: np.ndarray,
+    X: np.ndarray,
+    clip: float,
+    clip_mode: str,
+    count: np.ndarray,
+    corr: np.ndarray,
+) -> None:
+    """Numpy reference of :func:`row_clip_corrections` (the same bits).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> R, X = np.array([[0.0], [4.0]]), np.array([[1.0, 0.0], [0.0, 2.0]])
+    >>> count, corr = np.zeros(1, dtype=np.int64), np.zeros((1, 2))
+    >>> row_clip_corrections_reference(R, np.zeros(2), np.ones(2), X, 3.0, "residual",
+    ...                                count, corr)
+    >>> count.tolist(), corr.tolist()
+    ([1], [[0.0, 2.0]])
+    """
+    r = y[:, None] - R
+    if clip_mode == "residual":
+        clipped = np.abs(r) > clip
+        W = np.clip(r, -clip, clip)
+    else:
+        g = np.abs(r) * norms[:, None]
+        clipped = g > clip
+        with np.errstate(divide="ignore", invalid="ignore"):
+            W = (clip / g) * r
+    count += np.count_nonzero(clipped, axis=0)
+    diff = np.where(clipped, W - r, 0.0)
+    idx = np.flatnonzero(clipped.any(axis=1))
+    if idx.size:
+        # added one row after another (cumsum is a running sum: the compiled loop's
+        # order; an unclipped pair adds a zero, which leaves a sum not -0.0 unchanged)
+        terms = np.empty((idx.size + 1, *corr.shape))
+        terms[0] = corr
+        np.multiply(diff[idx][:, :, None], X[idx][:, None, :], out=terms[1:])
+        corr[...] = np.cumsum(terms, axis=0)[-1]
 
 
 def screen_block(U: np.ndarray, threshold: float, hit: np.ndarray) -> int:

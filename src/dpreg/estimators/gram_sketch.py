@@ -52,13 +52,17 @@ References
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import numpy as np
 
+from dpreg.data.normal_kernel import standard_normal_fill
 from dpreg.estimators._linalg import COMPILED_MIN_BATCH
+
+_COMPILED_MIN_DRAWS = 2**20  # normals per draw from which numba's start-up (~0.4 s) pays
 
 __all__ = [
     "BARTLETT_KERNELS",
@@ -234,7 +238,11 @@ def sample_sketch_gram(
     else:
         df = np.broadcast_to(ks[..., None] - np.arange(p), (trials, p)).astype(np.float64)
         diagonal = np.sqrt(rng.chisquare(df))
-        below = rng.standard_normal((trials, p * (p - 1) // 2))
+        below = np.empty((trials, p * (p - 1) // 2))
+        if below.size >= _COMPILED_MIN_DRAWS or "numba" in sys.modules:
+            standard_normal_fill(rng, below)  # numpy's values and generator state, compiled
+        else:
+            rng.standard_normal(out=below)
         if kernel == "numba" or (kernel == "auto" and trials >= COMPILED_MIN_BATCH):
             out = np.empty((trials, p, p))
             _bartlett_kernel()(factor.eigenvectors, factor.eigenvalues, var, diagonal, below, out)

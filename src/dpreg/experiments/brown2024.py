@@ -319,9 +319,12 @@ def _dpgd(
     trials: int = 1,
     clip: float | None = None,
     T: int | None = None,
+    kernel: str | None = None,
     **extra: Any,
 ):
     p = X.shape[1]
+    if kernel is None:
+        kernel = "fast" if trials > 1 else "rows"  # "fast" stores two more (n, p) arrays
     gamma = clip if clip is not None else float(P.clip_scale) * math.sqrt(p)
     return fit_dp_gd(
         X,
@@ -334,7 +337,7 @@ def _dpgd(
         clip=gamma,
         bound_X=None,
         bound_y=None,
-        kernel="fast" if trials > 1 else "rows",  # "fast" stores two more (n, p) arrays
+        kernel=kernel,
         **extra,
     )
 
@@ -475,7 +478,8 @@ def run_cost_of_privacy(
         )
         gram = X.T @ X  # formed once for OLS and the noiseless path (same values)
         ols = _ols(X, y, gram)
-        fit = _dpgd(X, y, P, rng=rng)
+        # one run on a large design: the Gram kernel (one product over the rows per step)
+        fit = _dpgd(X, y, P, rng=rng, kernel="gram")
         gd = _noiseless_gd(
             X, ols, T=int(fit.diagnostics["T"]), step=fit.diagnostics["step"], gram=gram
         )

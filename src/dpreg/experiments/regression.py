@@ -132,7 +132,7 @@ def run_eps_cell(
     mse = np.einsum("ij,ij->i", residuals, residuals) / n
     resid_ols = y - X @ theta_ols
     mse_ols = float(resid_ols @ resid_ols) / n
-    frame = pd.DataFrame(
+    columns = (
         {
             "trial": np.arange(first_trial, first_trial + trials, dtype=np.int64),
             "seed": np.full(trials, seed, dtype=np.uint64),
@@ -149,15 +149,12 @@ def run_eps_cell(
                 default=str,
             ),
         }
+        | budget_columns(epsilon=epsilon, delta=delta, conversion=conversion)
+        | spent_columns(fit.budget_spent, delta=delta, conversion=conversion)
     )
-    for key, value in budget_columns(epsilon=epsilon, delta=delta, conversion=conversion).items():
-        frame[key] = value
-    spent = spent_columns(fit.budget_spent, delta=delta, conversion=conversion)
-    for key, value in spent.items():
-        frame[key] = value
     rho_mech = fit.diagnostics.get("rho_zcdp")
-    frame["rho_mechanism"] = float(rho_mech) if rho_mech is not None else math.nan
-    return frame
+    columns["rho_mechanism"] = float(rho_mech) if rho_mech is not None else math.nan
+    return pd.DataFrame(columns)  # built at once: no column inserts
 
 
 def aggregate_trials(runs: pd.DataFrame, by: list[str], value: str = "mse") -> pd.DataFrame:

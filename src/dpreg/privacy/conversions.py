@@ -22,6 +22,7 @@ Two conversions from zCDP to approximate DP are offered, named by the constants 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -200,6 +201,13 @@ def eps_to_zcdp(epsilon: float, delta: float, method: str = DEFAULT_CONVERSION) 
                 f" calibrate (rho = {rho_simple!r} underflows); use epsilon >= 1e-150"
             )
         return rho_simple
+    return _tight_rho(float(epsilon), float(delta), rho_simple)
+
+
+@functools.lru_cache(maxsize=4096)  # pure in its (public) arguments; studies call it per cell
+def _tight_rho(epsilon: float, delta: float, rho_simple: float) -> float:
+    """Return the tight root of :func:`eps_to_zcdp` (validated arguments; memoised)."""
+    log_inv_delta = -math.log(delta)
     # The tight bound is <= 0 below rho ~ 1.4 delta^2, so rho stays representable even
     # when the simple value underflows: start the bracket at the smallest normal rho.
     rho_simple = max(rho_simple, 1e-300)
