@@ -32,7 +32,7 @@ def test_equal_to_the_full_accountant_on_the_benchmark_rules(n):
         ), (n, sigma)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     log_sigma=st.floats(math.log(0.1), math.log(50.0)),
     log_q=st.floats(math.log(1e-4), math.log(0.5)),
