@@ -168,3 +168,15 @@ def test_cost_is_measured_per_dataset_and_set_beside_accuracy(table):
     board = leaderboard(table)
     expected = board[(board["epsilon"] == 3.0) & (board["method"] == "adassp")]
     assert row["mean_rank"] == pytest.approx(expected["mean_rank"].iloc[0])
+
+
+def test_mse_in_place_equals_the_fresh_residuals_bit_for_bit():
+    # _mse overwrites the predictions with the residuals (issue 18): the same numbers.
+    from dpreg.experiments.benchmark import _mse
+
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal(1001)
+    for predictions in (rng.standard_normal((7, 1001)), np.asfortranarray(rng.random((5, 1001)))):
+        resid = y[None, :] - predictions
+        expected = np.einsum("ij,ij->i", resid, resid) / y.shape[0]
+        np.testing.assert_array_equal(_mse(y, predictions.copy(order="K")), expected)

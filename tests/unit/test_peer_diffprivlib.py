@@ -230,3 +230,30 @@ def test_bad_impl_is_named():
         peer.run_diffprivlib_linear_regression(X, y, budget=ApproxDP(1.0, 1e-6),
                                                rng=np.random.default_rng(0), bound_X=1.0,
                                                bound_y=1.0, impl="fast")  # fmt: skip
+
+
+def test_availability_is_looked_up_without_importing_the_library():
+    # Importing diffprivlib loads scikit-learn (~1 s per benchmark job); the check and
+    # the default implementation need neither (issue 18).
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from dpreg.estimators.peer_diffprivlib import diffprivlib_available\n"
+        "assert diffprivlib_available()\n"
+        "print('diffprivlib' in sys.modules, 'sklearn' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_missing_library_gives_the_install_hint(monkeypatch):
+    import importlib.util
+
+    from dpreg.estimators.methods import PublicInputs, get_method
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert not peer.diffprivlib_available()
+    public = PublicInputs(n=100, d=2, epsilon=1.0, delta=1e-4, bound_X=1.0, bound_y=1.0)
+    assert get_method("diffprivlib").reason_not_run(public) == peer.PEER_INSTALL_HINT

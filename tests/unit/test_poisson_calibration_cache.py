@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dpreg.estimators.ambssgd_privacy as privacy
 from dpreg.estimators.ambssgd_privacy import calibrate_poisson_dpsgd, poisson_dpsgd_epsilon
+from dpreg.privacy.poisson_rdp import poisson_rdp_epsilon_full
 
 ARGS = (1.0, 1e-6, 0.01, 300, "rdp")  # epsilon, delta, sampling rate, steps, accountant
 
@@ -18,13 +19,13 @@ def _fresh(monkeypatch):
     calibrate_poisson_dpsgd.cache_clear()
     privacy._accountant_epsilon.cache_clear()
     built = []
-    real = privacy._fresh_accountant
+    real = privacy.poisson_rdp_epsilon  # what an RDP accountant call runs
 
-    def counting(accountant):
-        built.append(accountant)
-        return real(accountant)
+    def counting(*args):
+        built.append(args)
+        return real(*args)
 
-    monkeypatch.setattr(privacy, "_fresh_accountant", counting)
+    monkeypatch.setattr(privacy, "poisson_rdp_epsilon", counting)
     return built
 
 
@@ -45,6 +46,20 @@ def test_cached_calibration_equals_uncached(monkeypatch):
     assert len(built) > calls  # brentq re-evaluates the bracket ends: cached above
     assert uncached(sigma, q, steps, delta, accountant) == certified
     assert certified <= eps
+
+
+def test_calibration_with_skipped_orders_equals_the_full_accountant(monkeypatch):
+    # dpreg.privacy.poisson_rdp skips orders that cannot attain the minimum: the same
+    # calibrated sigma (bit for bit), hence the same draws, as the full RdpAccountant.
+    calibrate_poisson_dpsgd.cache_clear()
+    privacy._accountant_epsilon.cache_clear()
+    fast = [calibrate_poisson_dpsgd(e, 1e-6, 0.01, 300) for e in (0.1, 1.0, 10.0)]
+    monkeypatch.setattr(privacy, "poisson_rdp_epsilon", poisson_rdp_epsilon_full)
+    calibrate_poisson_dpsgd.cache_clear()
+    privacy._accountant_epsilon.cache_clear()
+    assert [calibrate_poisson_dpsgd(e, 1e-6, 0.01, 300) for e in (0.1, 1.0, 10.0)] == fast
+    calibrate_poisson_dpsgd.cache_clear()
+    privacy._accountant_epsilon.cache_clear()
 
 
 def test_cache_keys_on_every_argument(monkeypatch):

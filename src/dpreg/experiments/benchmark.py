@@ -106,7 +106,13 @@ def check_benchmark_cell(cell: Mapping[str, Any]) -> None:
 
 
 def _mse(y: np.ndarray, predictions: np.ndarray) -> np.ndarray:
-    resid = y[None, :] - predictions
+    """Per-trial mean squared error; **overwrites** ``predictions`` with the residuals.
+
+    The same arithmetic as ``y - predictions`` into a new array, without allocating one
+    (issue 18: 15 -> 6 ms per call at n = 57,248 and 100 trials); every caller passes
+    a fresh ``Fit.predict`` array.
+    """
+    resid = np.subtract(y[None, :], predictions, out=predictions)
     return np.einsum("ij,ij->i", resid, resid) / y.shape[0]
 
 

@@ -1,0 +1,60 @@
+"""The RDP epsilon with skipped orders equals the full dp-accounting RdpAccountant (issue 18).
+
+Equality is exact (``==`` on floats): the calibrated noise of DP-SGD (Poisson) and so its
+draws must not move. The grid covers the calibration's brackets (sigma from 0.05 e^-4 to
+2 e^6) at the benchmark's rules (q = 1/sqrt(n), one epoch, delta = 1/n^2).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpreg.privacy.poisson_rdp import ZERO_GUARD, poisson_rdp_epsilon, poisson_rdp_epsilon_full
+
+logging.getLogger("absl").setLevel(logging.ERROR)  # non-converged orders: excluded by both
+
+SIGMAS = np.exp(np.linspace(math.log(0.05) - 4, math.log(2.0) + 6, 16)).tolist()
+
+
+@pytest.mark.parametrize("n", [50, 1503, 45000, 10**6])
+def test_equal_to_the_full_accountant_on_the_benchmark_rules(n):
+    q = math.sqrt(n) / n
+    steps, delta = math.ceil(1 / q), 1.0 / n**2
+    for sigma in [*SIGMAS, 0.05, 2.0]:
+        assert poisson_rdp_epsilon(sigma, q, steps, delta) == poisson_rdp_epsilon_full(
+            sigma, q, steps, delta
+        ), (n, sigma)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    log_sigma=st.floats(math.log(0.1), math.log(50.0)),
+    log_q=st.floats(math.log(1e-4), math.log(0.5)),
+    steps=st.integers(1, 5000),
+    log_delta=st.floats(math.log(1e-12), math.log(1e-3)),
+)
+def test_equal_to_the_full_accountant_on_random_inputs(log_sigma, log_q, steps, log_delta):
+    args = (math.exp(log_sigma), math.exp(log_q), steps, math.exp(log_delta))
+    assert poisson_rdp_epsilon(*args) == poisson_rdp_epsilon_full(*args)
+
+
+def test_no_sampling_and_tiny_rdp_take_the_full_accountant(monkeypatch):
+    import dpreg.privacy.poisson_rdp as module
+
+    calls = []
+    real = module.poisson_rdp_epsilon_full
+    monkeypatch.setattr(module, "poisson_rdp_epsilon_full", lambda *a: calls.append(a) or real(*a))
+    assert poisson_rdp_epsilon(1.0, 1.0, 10, 1e-5) == real(1.0, 1.0, 10, 1e-5)
+    # Pinsker bound 2 T (q (2 Phi(1/(2 sigma)) - 1))^2 below the guard at sigma = 1e4
+    assert 2 * (1e-3 * 0.5 / 1e4 / math.sqrt(2 * math.pi)) ** 2 < ZERO_GUARD
+    assert poisson_rdp_epsilon(1e4, 1e-3, 1, 1e-5) == real(1e4, 1e-3, 1, 1e-5)
+    assert len(calls) == 2
+    calls.clear()
+    poisson_rdp_epsilon(1.0, 0.01, 100, 1e-5)
+    assert calls == []  # the skipping path
