@@ -91,19 +91,23 @@ def _kernels() -> tuple[Any, Any]:
         # k, coordinate i, run q) is drawn where it is used, in the loop order j, k, i, q:
         # the C order of the reference's draw of shape (k, D, 1, d, R), so the same values
         # (numba's Generator runs numpy's algorithm on the same state) without a buffer.
+        # The D R inner products of a step are summed side by side (i outermost): each
+        # is still the sequential sum over i, but the D R independent chains overlap
+        # instead of waiting on one another (the same bits as one replicate at a time).
         D, c, d = X.shape
         R = W.shape[3]
         has_z = sig.shape[0] == R
-        r = np.empty(R)
+        rr = np.empty((D, R))
         for j in range(c):
             in_tail = first_step + j + 1 >= tail_start
-            for k in range(D):
-                for q in range(R):
-                    r[q] = 0.0
-                for i in range(d):
+            rr[:] = 0.0
+            for i in range(d):
+                for k in range(D):
                     x = X[k, j, i]
                     for q in range(R):
-                        r[q] += x * W[k, 0, i, q]
+                        rr[k, q] += x * W[k, 0, i, q]
+            for k in range(D):
+                r = rr[k]
                 nrm = norms[k, j]
                 for q in range(R):
                     y = base[k, j] + z[k, j] * sig[q] if has_z else base[k, j]
