@@ -78,3 +78,26 @@ def test_auto_switches_after_the_threshold_with_the_same_rows(monkeypatch, numba
 def test_bad_kernel_is_named():
     with pytest.raises(ValueError, match="kernel"):
         CounterGaussianRows(0, 0, np.ones(2), np.ones(2), kernel="fast")
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    d=st.integers(1, 300),
+    m=st.integers(0, 20),
+    seed=st.integers(0, 2**32),
+)
+def test_compiled_base_is_numpys_pairwise_sum_bit_for_bit(d, m, seed):
+    """``base`` summed in the kernel: the bits of ``(X * w).sum(axis=1)`` on its rows.
+
+    d up to 300 exercises numpy's pairwise blocks (8 accumulators, halves above 128).
+    """
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=d) * np.exp(rng.normal(size=d) * 3)  # magnitudes that round
+    pos = rng.integers(0, 2**40, m)
+    X, z, base = counter_rows(seed, pos, rng.uniform(0.1, 2.0, d), w)
+    np.testing.assert_array_equal(base, (X * w).sum(axis=1))
+    src = CounterGaussianRows(seed % 2**31, 3, np.ones(d), w, kernel="numba")
+    Xs, bs, _ = src.rows(pos)
+    np.testing.assert_array_equal(bs, (Xs * w).sum(axis=1))
+    with pytest.raises(ValueError, match="w must"):
+        counter_rows(seed, pos, np.ones(d), np.ones(d + 1))

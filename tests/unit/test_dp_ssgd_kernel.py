@@ -149,12 +149,11 @@ def test_stream_kernel_reads_strided_rows_and_y_without_noise():
     X = big[:, ::2]  # strided view, (2, 20, 3)
     base = rng.standard_normal((2, 40))[:, ::2]
     norms = np.sqrt(np.einsum("kcd,kcd->kc", X, X))
-    G = rng.standard_normal((20, 2, 1, 3, 2))
     res = []
     for Xa, ba in ((X, base), (np.ascontiguousarray(X), np.ascontiguousarray(base))):
         W, S, c = np.zeros((2, 1, 3, 2)), np.zeros((2, 1, 3, 2)), np.zeros((2, 2))
         stream_chunk(
-            Xa, ba, None, np.array([0.3, 0.0]), norms, G, W, S, c,
+            Xa, ba, None, np.array([0.3, 0.0]), norms, np.random.default_rng(4), W, S, c,
             noise_scale=np.array([0.01, 0.02]), eta_clip=np.array([0.1, 0.05]),
             clip=np.array([1.0, 0.5]), first_step=0, tail_start=5,
         )  # fmt: skip
@@ -162,3 +161,51 @@ def test_stream_kernel_reads_strided_rows_and_y_without_noise():
     for a, b in zip(*res, strict=True):
         np.testing.assert_array_equal(a, b)
     assert res[0][2].sum() > 0  # some steps clipped
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    k=st.integers(1, 60),
+    d=st.integers(1, 7),
+    D=st.integers(1, 3),
+    R=st.integers(1, 4),
+    seed=st.integers(0, 2**16),
+)
+def test_stream_kernel_draws_the_reference_buffer_in_place(k, d, D, R, seed):
+    """The kernel's in-place draws are ``rng.standard_normal((k, D, 1, d, R))``, in C order.
+
+    Independent computation: the chunk run as numpy's reference loop does it (one buffer
+    drawn first, then the steps, operation by operation as ``kernel="numpy"`` does), on
+    the same rows; the iterates agree to round-off (the kernel adds the inner products in
+    another order), the clipped counts exactly, and the generator ends in the same state.
+    """
+    from dpreg.estimators.dp_ssgd_kernel import stream_chunk
+
+    g = np.random.default_rng(seed)
+    X = g.standard_normal((D, k, d))
+    base, z = g.standard_normal((D, k)), g.standard_normal((D, k))
+    sig, scale = g.random(R), g.random(R)
+    eta_clip, clip = 0.05 * g.random(R), 0.2 + g.random(R)
+    norms = np.sqrt(np.einsum("kcd,kcd->kc", X, X))
+    W, S, c = np.zeros((D, 1, d, R)), np.zeros((D, 1, d, R)), np.zeros((D, R))
+    rng = np.random.default_rng(seed + 1)
+    stream_chunk(
+        X, base, z, sig, norms, rng, W, S, c, noise_scale=scale, eta_clip=eta_clip,
+        clip=clip, first_step=0, tail_start=k // 2 + 1,
+    )  # fmt: skip
+    ref = np.random.default_rng(seed + 1)
+    G = ref.standard_normal((k, D, 1, d, R)) * scale
+    Wr, Sr, cr = np.zeros((D, 1, d, R)), np.zeros((D, 1, d, R)), np.zeros((D, R))
+    Y = base[:, :, None] + z[:, :, None] * sig
+    for j in range(k):
+        r = np.matmul(X[:, j, None, None, :], Wr)[:, 0, 0] - Y[:, j]
+        cr += np.abs(r) * norms[:, j, None] > clip
+        r *= eta_clip / np.maximum(np.abs(r) * norms[:, j, None], clip)
+        Wr -= X[:, j, None, :, None] * r[:, None, None, :]
+        Wr -= G[j]
+        if j + 1 >= k // 2 + 1:
+            Sr += Wr
+    np.testing.assert_allclose(W, Wr, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(S, Sr, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(c, cr)
+    assert rng.bit_generator.state == ref.bit_generator.state

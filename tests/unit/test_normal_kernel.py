@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpreg.data import streams
-from dpreg.data.normal_kernel import standard_normal_fill
+from dpreg.data.normal_kernel import scaled_normal_fill, standard_normal_fill
 from dpreg.data.streams import GaussianStream
 from dpreg.estimators.dp_ssgd import DpSsgdFeed, dp_ssgd_path
 
@@ -70,9 +70,9 @@ def test_stream_rows_do_not_depend_on_the_draw_kernel(kernel, monkeypatch):
     got = src.take(180)
     for a, b in zip(got, ref, strict=True):
         np.testing.assert_array_equal(a, b)
-    assert fills[-1] is standard_normal_fill
+    assert fills[-1] == (standard_normal_fill, scaled_normal_fill)
     if kernel == "auto":
-        assert fills[0] is streams._numpy_fill
+        assert fills[0] == (streams._numpy_fill, streams._numpy_scaled_fill)
 
 
 def test_stream_rejects_an_unknown_kernel():
@@ -111,3 +111,53 @@ def test_dp_ssgd_path_noise_is_numpys_draw():
     ref = dp_ssgd_path(X, y, perm, rng=np.random.default_rng(3), kernel="numpy", **kw)
     np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-14)
     np.testing.assert_array_equal(got[1], ref[1])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**63),
+    m=st.integers(0, 30),
+    d=st.integers(1, 9),
+    bit_generator=st.sampled_from(_BIT_GENERATORS),
+)
+def test_scaled_fill_equals_numpy_draw_then_product(seed, m, d, bit_generator):
+    scale = np.random.default_rng(seed % 1000).random(d) * 3
+    ours, ref = np.random.Generator(bit_generator(seed)), np.random.Generator(bit_generator(seed))
+    got = scaled_normal_fill(ours, np.empty((m, d)), scale)
+    np.testing.assert_array_equal(got, ref.standard_normal((m, d)) * scale)
+    np.testing.assert_equal(ours.bit_generator.state, ref.bit_generator.state)
+
+
+def test_scaled_fill_rejects_bad_arguments():
+    rng = np.random.default_rng(0)
+    with pytest.raises(TypeError, match="rng"):
+        scaled_normal_fill(np.random.RandomState(0), np.empty((2, 2)), np.ones(2))
+    with pytest.raises(ValueError, match="out"):
+        scaled_normal_fill(rng, np.empty(3), np.ones(3))
+    with pytest.raises(ValueError, match="scale"):
+        scaled_normal_fill(rng, np.empty((2, 3)), np.ones(2))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 260),
+    D=st.integers(1, 3),
+    d=st.integers(1, 5),
+    chunk=st.integers(1, 70),
+    kernel=st.sampled_from(["numba", "numpy"]),
+    noise=st.sampled_from(["gaussian", "laplace"]),
+)
+def test_materialise_equals_take(n, D, d, chunk, kernel, noise):
+    """The rows drawn in place are those take() returns (numpy's reference stream)."""
+    lam, w = np.linspace(1.0, 0.3, d), np.linspace(-1.0, 2.0, d)
+    ids = list(range(3, 3 + D))
+    seen = []
+    src = GaussianStream(5, ids, lam, w, chunk_rows=chunk, kernel=kernel, noise=noise,
+                         observers=[lambda X, b, z: seen.append(X.shape[1])])  # fmt: skip
+    got = src.materialise(n)
+    ref = GaussianStream(5, ids, lam, w, chunk_rows=chunk, kernel="numpy", noise=noise).take(n)
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert seen == [chunk] * -(-n // chunk)
+    with pytest.raises(ValueError, match="fresh"):
+        src.materialise(1)

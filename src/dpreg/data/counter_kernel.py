@@ -56,11 +56,54 @@ def _kernels() -> tuple[Any, Any]:
                 angle[i, j] = np.float64(h2 >> s11) * angle_scale
 
     @numba.njit(cache=True, nogil=True)
-    def rows(log_u, angle, sqrt_h, X, z):
+    def block_dot(X, w, i, lo, n):
+        # sum of X[i, c] * w[c], c in [lo, lo + n), as numpy's pairwise sum adds a block
+        # of <= 128 terms: sequentially below 8 terms, else 8 interleaved accumulators
+        # combined pairwise, then the remainder
+        if n < 8:
+            res = 0.0
+            for c in range(lo, lo + n):
+                res += X[i, c] * w[c]
+            return res
+        x = X[i, lo : lo + n]
+        v = w[lo : lo + n]
+        r0, r1, r2, r3 = x[0] * v[0], x[1] * v[1], x[2] * v[2], x[3] * v[3]
+        r4, r5, r6, r7 = x[4] * v[4], x[5] * v[5], x[6] * v[6], x[7] * v[7]
+        c = 8
+        while c < n - (n % 8):
+            r0 += x[c] * v[c]
+            r1 += x[c + 1] * v[c + 1]
+            r2 += x[c + 2] * v[c + 2]
+            r3 += x[c + 3] * v[c + 3]
+            r4 += x[c + 4] * v[c + 4]
+            r5 += x[c + 5] * v[c + 5]
+            r6 += x[c + 6] * v[c + 6]
+            r7 += x[c + 7] * v[c + 7]
+            c += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while c < n:
+            res += x[c] * v[c]
+            c += 1
+        return res
+
+    @numba.njit(cache=True, nogil=True)
+    def dot(X, w, i, lo, n):
+        # numpy's pairwise sum of the products X[i, lo:lo+n] * w[lo:lo+n] (the order of
+        # ``(X * w).sum(axis=1)``): halves cut at a multiple of 8 until <= 128 terms
+        if n <= 128:
+            return block_dot(X, w, i, lo, n)
+        n2 = n // 2
+        n2 -= n2 % 8
+        return dot(X, w, i, lo, n2) + dot(X, w, i, lo + n2, n - n2)
+
+    @numba.njit(cache=True, nogil=True)
+    def rows(log_u, angle, sqrt_h, w, X, z, base):
         # normals 2j, 2j + 1 of a row: r cos(angle), r sin(angle), r = sqrt(-2 log u);
-        # X[i, c] = normal c * sqrt_h[c], z[i] = normal d
+        # X[i, c] = normal c * sqrt_h[c], z[i] = normal d, base[i] = <X[i], w> (numpy's
+        # pairwise order; w empty: base not computed)
         m, pairs = log_u.shape
         d = sqrt_h.shape[0]
+        with_base = w.shape[0] == d
         for i in range(m):
             for j in range(pairs):
                 r = math.sqrt(-2.0 * log_u[i, j])
@@ -76,6 +119,8 @@ def _kernels() -> tuple[Any, Any]:
                     X[i, c + 1] = g * sqrt_h[c + 1]
                 elif c + 1 == d:
                     z[i] = g
+            if with_base:
+                base[i] = dot(X, w, i, 0, d)
 
     return uniforms, rows
 
@@ -102,12 +147,14 @@ def counter_uniforms(key: int, positions: np.ndarray, pairs: int) -> tuple[np.nd
 
 
 def counter_rows(
-    key: int, positions: np.ndarray, sqrt_h: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+    key: int, positions: np.ndarray, sqrt_h: np.ndarray, w: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Return ``(X, z)`` of the rows at ``positions``: (m, d) scaled by ``sqrt_h``, (m,).
 
-    The rows of :meth:`dpreg.data.streams.CounterGaussianRows.rows` (before
-    :math:`\langle x, w^*\rangle`), computed in two compiled passes around numpy's log.
+    The rows of :meth:`dpreg.data.streams.CounterGaussianRows.rows`, computed in two
+    compiled passes around numpy's log. With ``w`` (d,), returns ``(X, z, base)`` with
+    ``base`` :math:`= \langle x_i, w\rangle` summed in the second pass in numpy's
+    pairwise order: the bits of ``(X * w).sum(axis=1)`` without its two passes (issue 18).
 
     Examples
     --------
@@ -115,6 +162,9 @@ def counter_rows(
     >>> X, z = counter_rows(7, np.array([2, 0]), np.ones(3))
     >>> X.shape, z.shape
     ((2, 3), (2,))
+    >>> base = counter_rows(7, np.array([2, 0]), np.ones(3), np.arange(3.0))[2]
+    >>> bool(np.array_equal(base, (X * np.arange(3.0)).sum(axis=1)))
+    True
     """
     sqrt_h = np.ascontiguousarray(sqrt_h, dtype=np.float64)
     d = sqrt_h.size
@@ -122,5 +172,12 @@ def counter_rows(
     np.log(u, out=u)
     X = np.empty((u.shape[0], d))
     z = np.empty(u.shape[0])
-    _kernels()[1](u, angle, sqrt_h, X, z)
-    return X, z
+    if w is None:
+        _kernels()[1](u, angle, sqrt_h, np.empty(0), X, z, z)
+        return X, z
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    if w.shape != (d,):
+        raise ValueError(f"w must have shape ({d},); got {w.shape}")
+    base = np.empty(u.shape[0])
+    _kernels()[1](u, angle, sqrt_h, w, X, z, base)
+    return X, z, base

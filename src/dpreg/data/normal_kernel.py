@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["standard_normal_fill"]
+__all__ = ["scaled_normal_fill", "standard_normal_fill"]
 
 
 @cache
@@ -33,6 +33,20 @@ def _fill_kernel() -> Any:
             flat[i] = rng.standard_normal()
 
     return fill
+
+
+@cache
+def _scaled_fill_kernel() -> Any:
+    """Compile (or load from numba's cache) the column-scaled fill loop."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def fill_scaled(rng, out, scale):
+        for i in range(out.shape[0]):
+            for c in range(out.shape[1]):
+                out[i, c] = rng.standard_normal() * scale[c]
+
+    return fill_scaled
 
 
 def standard_normal_fill(rng: np.random.Generator, out: np.ndarray) -> np.ndarray:
@@ -74,4 +88,54 @@ def standard_normal_fill(rng: np.random.Generator, out: np.ndarray) -> np.ndarra
         raise ValueError("out must be a C-contiguous float64 ndarray")
     if out.size:
         _fill_kernel()(rng, out.reshape(-1))
+    return out
+
+
+def scaled_normal_fill(rng: np.random.Generator, out: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    r"""Fill ``out`` (m, d) as ``rng.standard_normal(out=out); out *= scale`` does, in one pass.
+
+    The draws of :func:`standard_normal_fill` (numpy's values in C order, the same
+    generator state afterwards), each multiplied by its column's ``scale`` before it is
+    stored: the products of the two-pass version, bit for bit, without a second pass over
+    ``out`` (the synthetic rows :math:`x = H^{1/2}u` of docs/notes/varshney2022.md §5.1).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The generator drawn from (its state advances as numpy's would).
+    out : ndarray
+        C-contiguous float64 array of shape (m, d), overwritten.
+    scale : ndarray
+        Float64 array of shape (d,).
+
+    Returns
+    -------
+    ndarray
+        ``out``.
+
+    Raises
+    ------
+    TypeError
+        If ``rng`` is not a Generator.
+    ValueError
+        If ``out`` is not a C-contiguous 2-d float64 array or ``scale`` does not match
+        its columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = scaled_normal_fill(np.random.default_rng(3), np.empty((2, 3)), np.arange(3.0))
+    >>> bool(np.array_equal(a, np.random.default_rng(3).standard_normal((2, 3)) * np.arange(3.0)))
+    True
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+    ok = isinstance(out, np.ndarray) and out.dtype == np.float64 and out.flags.c_contiguous
+    if not (ok and out.ndim == 2):
+        raise ValueError("out must be a C-contiguous 2-d float64 ndarray")
+    scale = np.ascontiguousarray(scale, dtype=np.float64)
+    if scale.shape != (out.shape[1],):
+        raise ValueError(f"scale must have shape ({out.shape[1]},); got {scale.shape}")
+    if out.size:
+        _scaled_fill_kernel()(rng, out, scale)
     return out

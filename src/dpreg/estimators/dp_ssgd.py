@@ -53,6 +53,7 @@ __all__ = [
     "dp_ssgd_path",
     "dp_ssgd_stream_pass",
     "fit_dp_ssgd",
+    "STREAM_KERNEL_ROWS",
     "stream_chunk_rows",
 ]
 
@@ -207,8 +208,9 @@ def dp_ssgd_stream_pass(
     rng : numpy.random.Generator
         DP noise: per chunk of rows one draw of shape (chunk, D, d, R).
     chunk : int or None
-        Rows read (and noise drawn) at a time; ``None``: :func:`stream_chunk_rows` (a
-        noise buffer of about 512 KB, kept in cache between the draw and the steps). The
+        Rows read (and noise drawn) at a time; ``None``: :data:`STREAM_KERNEL_ROWS` for
+        the compiled kernel (it draws each normal where it is used, no buffer), else
+        :func:`stream_chunk_rows` (the reference's noise buffer of about 512 KB). The
         results do not depend on it: the chunks' draws from ``rng`` concatenate to the
         same sequence of normals.
     kernel : {"numba", "numpy"}
@@ -304,8 +306,13 @@ class DpSsgdFeed:
                 self._pending = []
 
 
+STREAM_KERNEL_ROWS = 1 << 14
+"""Rows per call of the compiled stream kernel by default (the study stream's chunk size,
+so a :class:`DpSsgdFeed` observer runs each chunk it is given in one call, without copies)."""
+
+
 def stream_chunk_rows(D: int, d: int, R: int) -> int:
-    """Rows per chunk of :func:`dp_ssgd_stream_pass` by default: a noise buffer of ~512 KB.
+    """Rows per chunk of the numpy reference of :func:`dp_ssgd_stream_pass`: ~512 KB of noise.
 
     The chunk's noise, shape (rows, D, d, R), is drawn and then read by the steps; at
     about 512 KB it stays in the core's cache between the two (1024 rows at d = 200,
@@ -338,8 +345,8 @@ def _stream_steps(
     eta = np.asarray(eta, dtype=np.float64)
     clip = np.asarray(clip, dtype=np.float64)
     R = eta.size
-    if chunk is None:
-        chunk = stream_chunk_rows(D, d, R)
+    if chunk is None:  # the compiled kernel draws each normal where it is used: no buffer
+        chunk = STREAM_KERNEL_ROWS if kernel == "numba" else stream_chunk_rows(D, d, R)
     noise_on_w = eta * 2.0 * clip * np.asarray(noise_multiplier, dtype=np.float64)  # (R,)
     noise_on_w = np.ascontiguousarray(noise_on_w, dtype=np.float64)
     eta_clip = np.ascontiguousarray(eta * clip, dtype=np.float64)
@@ -350,18 +357,14 @@ def _stream_steps(
     clipped = np.zeros((D, R))
     tail_start = n_steps // 2 + 1
     done = 0
-    buf = None  # noise buffer of the compiled kernel, reused across chunks
     while done < n_steps:
         k = min(chunk, n_steps - done)
         X, base, z = yield k
         norms = np.sqrt(np.einsum("kcd,kcd->kc", X, X))[:, :, None]  # (D, k, 1)
-        if kernel == "numba":  # the draw below, scaled inside the kernel (same products);
-            # the kernel forms y = base + sigma z as the reference's lines below do
-            if buf is None or buf.shape[0] < k:
-                buf = np.empty((k, D, 1, d, R))
-            G = standard_normal_fill(rng, buf[:k])  # = rng.standard_normal(out=buf[:k])
+        if kernel == "numba":  # the draw below, made inside the kernel (same values, same
+            # order, same products); it forms y = base + sigma z as the lines below do
             stream_chunk(
-                X, base, z, sig, norms[:, :, 0], G, W, W_sum, clipped, noise_scale=noise_on_w,
+                X, base, z, sig, norms[:, :, 0], rng, W, W_sum, clipped, noise_scale=noise_on_w,
                 eta_clip=eta_clip, clip=clip, first_step=done, tail_start=tail_start,
             )  # fmt: skip
             done += k

@@ -3,8 +3,10 @@ r"""Compiled inner loops of DP-SSGD (Varshney, Thakurta & Jain 2022, Algorithm 1
 Algorithm 1 makes N sequential one-row steps, so the Python loop over steps of
 :mod:`dpreg.estimators.dp_ssgd` costs a numpy dispatch per step. The two kernels here
 run one chunk of steps for all trials (and runs) in compiled code (numba), with the
-Gaussian noise of the chunk **drawn beforehand by the caller's numpy Generator**, exactly
-as the numpy loops draw it: the draws, their order and the output law are unchanged, and
+Gaussian noise of the chunk drawn from the caller's numpy Generator exactly as the numpy
+loops draw it (the path kernel: a buffer drawn beforehand; the stream kernel: each normal
+drawn where it is used, in the buffer's C order, issue 18): the draws, their order and
+the output law are unchanged, and
 the kernels agree with the numpy loops (the reference, ``kernel="numpy"``) to round-off
 (only the order of the additions in :math:`\langle x_t, w_t\rangle` differs;
 ``tests/unit/test_dp_ssgd_kernel.py``).
@@ -71,7 +73,7 @@ def _kernels() -> tuple[Any, Any]:
         z,
         sig,
         norms,
-        G,
+        rng,
         scale,
         W,
         W_sum,
@@ -82,23 +84,30 @@ def _kernels() -> tuple[Any, Any]:
         tail_start,
     ):
         # X (D, k, d) (any strides), y = base + z sig (D, k, R) from base, z (D, k) and
-        # sig (R,) (sig empty: y = base), norms (D, k), G (k, D, 1, d, R) standard normals,
-        # scale (R,) = 2 eta zeta alpha; W, W_sum (D, 1, d, R) and clipped (D, R) updated.
-        # The R runs are the inner loop (W's contiguous axis); each run's sums are added
-        # in the order of the reference.
+        # sig (R,) (sig empty: y = base), norms (D, k), rng the numpy Generator of the
+        # noise, scale (R,) = 2 eta zeta alpha; W, W_sum (D, 1, d, R) and clipped (D, R)
+        # updated. The R runs are the inner loop (W's contiguous axis); each run's sums
+        # are added in the order of the reference. The noise normal of (step j, replicate
+        # k, coordinate i, run q) is drawn where it is used, in the loop order j, k, i, q:
+        # the C order of the reference's draw of shape (k, D, 1, d, R), so the same values
+        # (numba's Generator runs numpy's algorithm on the same state) without a buffer.
+        # The D R inner products of a step are summed side by side (i outermost): each
+        # is still the sequential sum over i, but the D R independent chains overlap
+        # instead of waiting on one another (the same bits as one replicate at a time).
         D, c, d = X.shape
         R = W.shape[3]
         has_z = sig.shape[0] == R
-        r = np.empty(R)
+        rr = np.empty((D, R))
         for j in range(c):
             in_tail = first_step + j + 1 >= tail_start
-            for k in range(D):
-                for q in range(R):
-                    r[q] = 0.0
-                for i in range(d):
+            rr[:] = 0.0
+            for i in range(d):
+                for k in range(D):
                     x = X[k, j, i]
                     for q in range(R):
-                        r[q] += x * W[k, 0, i, q]
+                        rr[k, q] += x * W[k, 0, i, q]
+            for k in range(D):
+                r = rr[k]
                 nrm = norms[k, j]
                 for q in range(R):
                     y = base[k, j] + z[k, j] * sig[q] if has_z else base[k, j]
@@ -111,7 +120,7 @@ def _kernels() -> tuple[Any, Any]:
                     x = X[k, j, i]
                     for q in range(R):
                         w = W[k, 0, i, q] - x * r[q]
-                        w -= G[j, k, 0, i, q] * scale[q]
+                        w -= rng.standard_normal() * scale[q]
                         W[k, 0, i, q] = w
                         if in_tail:
                             W_sum[k, 0, i, q] += w
@@ -161,7 +170,7 @@ def stream_chunk(
     z: np.ndarray | None,
     sigma: np.ndarray,
     norms: np.ndarray,
-    G: np.ndarray,
+    rng: np.random.Generator,
     W: np.ndarray,
     W_sum: np.ndarray,
     clipped: np.ndarray,
@@ -176,10 +185,16 @@ def stream_chunk(
 
     ``X`` (D, k, d) (read in place, any strides), responses
     :math:`y = \text{base} + \sigma_r z` from ``base``, ``z`` (D, k) (``None``: y = base)
-    and ``sigma`` (R,), ``norms`` (D, k), ``G`` (k, D, 1, d, R) the chunk's standard
-    normals, ``noise_scale`` (R,) :math:`2\eta\zeta\alpha` per run; ``W``, ``W_sum``
+    and ``sigma`` (R,), ``norms`` (D, k), ``rng`` the generator of the noise,
+    ``noise_scale`` (R,) :math:`2\eta\zeta\alpha` per run; ``W``, ``W_sum``
     (D, 1, d, R) and ``clipped`` (D, R) are updated; ``eta_clip`` (R,) is
     :math:`\eta\zeta`, ``clip`` (R,) :math:`\zeta`. No validation.
+
+    The chunk's k D d R standard normals are drawn from ``rng`` inside the steps, each
+    where it is used, in the C order of an array of shape (k, D, 1, d, R): the values
+    and the generator state of ``rng.standard_normal((k, D, 1, d, R))`` (the numpy
+    reference's draw), with no noise buffer, so one call can run any number of rows
+    (issue 18; ``tests/unit/test_dp_ssgd_kernel.py``).
 
     Examples
     --------
@@ -187,7 +202,7 @@ def stream_chunk(
     >>> W, S, c = np.zeros((1, 1, 2, 1)), np.zeros((1, 1, 2, 1)), np.zeros((1, 1))
     >>> X = np.array([[[1.0, 0.0]]])
     >>> stream_chunk(X, np.array([[2.0]]), None, np.zeros(1), np.ones((1, 1)),
-    ...              np.zeros((1, 1, 1, 2, 1)), W, S, c, noise_scale=np.ones(1),
+    ...              np.random.default_rng(0), W, S, c, noise_scale=np.zeros(1),
     ...              eta_clip=np.array([5.0]), clip=np.array([10.0]), first_step=0,
     ...              tail_start=1)
     >>> W[0, 0, :, 0].tolist(), c.tolist()
@@ -201,6 +216,6 @@ def stream_chunk(
         z = np.asarray(z, dtype=np.float64)
         sigma = np.ascontiguousarray(np.broadcast_to(sigma, (W.shape[3],)), dtype=np.float64)
     _kernels()[1](
-        X, base, z, sigma, norms, G, noise_scale, W, W_sum, clipped, eta_clip, clip,
+        X, base, z, sigma, norms, rng, noise_scale, W, W_sum, clipped, eta_clip, clip,
         first_step, tail_start,
     )  # fmt: skip

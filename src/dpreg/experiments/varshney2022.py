@@ -453,7 +453,7 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
         return rows
     grid = _grid_setup(spec, lam, hp_by_sigma) if "dp_sgd_tuned" in methods else None
     for trial in trial_ids:
-        X, base, z = GaussianStream(seed, [trial], lam, w_star).take(n)
+        X, base, z = GaussianStream(seed, [trial], lam, w_star).materialise(n)  # take(n)'s rows
         X, base, z = X[0], base[0], z[0]
         if grid is not None:
             rows += _grid_rows(grid, X, base, z, w_star, lam, trial, seed)
