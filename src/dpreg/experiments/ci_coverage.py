@@ -39,7 +39,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from dpreg.data.datasets import Dataset
 from dpreg.data.regimes import NOISES, load_regime_split, regime_theta
@@ -185,6 +184,8 @@ def ols_half_width(X: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarr
     resid = y - X @ ols
     s2 = float(resid @ resid) / (n - d)
     se = np.sqrt(s2 * np.diag(np.linalg.inv(G)))
+    from scipy import stats  # imported on first use: job start-up (docs/scaling.md)
+
     return ols, float(stats.t.ppf(1.0 - alpha / 2.0, n - d)) * se
 
 
