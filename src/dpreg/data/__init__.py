@@ -7,43 +7,59 @@
 * :func:`make_dgp` -- seeded synthetic data-generating processes.
 * :func:`read_codebook`, :func:`load_table` -- a user's own table with a codebook of public
   bounds (docs/user-data.md); :class:`PublicScaling` maps fits back to original units.
+
+Each name is imported from its module on first use (PEP 562): a job that reads a prepared
+table does not import the loaders, the codebooks and their SciPy calibration
+(``docs/scaling.md``, "Start-up of a job").
 """
 
-from dpreg.data.acquire import (
-    MIRROR_ENV,
-    DataDownloadError,
-    DataIntegrityError,
-    DataUnavailableError,
-    fetch,
-    sha256_file,
-)
-from dpreg.data.angrist import load_angev98, load_angrist_fertility
-from dpreg.data.codebook import Codebook, CodebookError, PublicScaling, read_codebook
-from dpreg.data.datasets import Dataset
-from dpreg.data.loaders import DATASET_LOADERS, dataset_names, load_dataset, register_dataset
-from dpreg.data.manifest import MANIFEST_ENV, ManifestEntry, load_manifest
-from dpreg.data.preprocess import (
-    center,
-    clip_to_public_bounds,
-    preprocess_lev2026,
-    rms_scale,
-    scale_by_data_derived_bounds,
-    scale_by_public_bounds,
-    split_by_mask,
-    zscore,
-)
-from dpreg.data.synthetic import (
-    BROWN_DESIGNS,
-    BrownDGP,
-    IVLinearDGP,
-    LinearGaussianDGP,
-    SyntheticDGP,
-    dgp_names,
-    make_dgp,
-    register_dgp,
-)
-from dpreg.data.table import TableError, load_table, load_table_split, table_scaling
-from dpreg.data.uci import UCI_NAMES, load_uci
+from dpreg._lazy import lazy_attributes
+
+#: Public name -> the module of ``dpreg.data`` that defines it (imported on first use).
+_LAZY: dict[str, str] = {
+    "MIRROR_ENV": "acquire",
+    "DataDownloadError": "acquire",
+    "DataIntegrityError": "acquire",
+    "DataUnavailableError": "acquire",
+    "fetch": "acquire",
+    "sha256_file": "acquire",
+    "load_angev98": "angrist",
+    "load_angrist_fertility": "angrist",
+    "Codebook": "codebook",
+    "CodebookError": "codebook",
+    "PublicScaling": "codebook",
+    "read_codebook": "codebook",
+    "Dataset": "datasets",
+    "DATASET_LOADERS": "loaders",
+    "dataset_names": "loaders",
+    "load_dataset": "loaders",
+    "register_dataset": "loaders",
+    "MANIFEST_ENV": "manifest",
+    "ManifestEntry": "manifest",
+    "load_manifest": "manifest",
+    "center": "preprocess",
+    "clip_to_public_bounds": "preprocess",
+    "preprocess_lev2026": "preprocess",
+    "rms_scale": "preprocess",
+    "scale_by_data_derived_bounds": "preprocess",
+    "scale_by_public_bounds": "preprocess",
+    "split_by_mask": "preprocess",
+    "zscore": "preprocess",
+    "BROWN_DESIGNS": "synthetic",
+    "BrownDGP": "synthetic",
+    "IVLinearDGP": "synthetic",
+    "LinearGaussianDGP": "synthetic",
+    "SyntheticDGP": "synthetic",
+    "dgp_names": "synthetic",
+    "make_dgp": "synthetic",
+    "register_dgp": "synthetic",
+    "TableError": "table",
+    "load_table": "table",
+    "load_table_split": "table",
+    "table_scaling": "table",
+    "UCI_NAMES": "uci",
+    "load_uci": "uci",
+}
 
 __all__ = [
     "BROWN_DESIGNS",
@@ -89,3 +105,5 @@ __all__ = [
     "table_scaling",
     "zscore",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals(), __all__)

@@ -39,8 +39,6 @@ import math
 import warnings
 from dataclasses import dataclass
 
-from scipy import optimize
-
 from dpreg._validation import check_choice, check_positive, check_probability
 from dpreg.privacy.conversions import eps_to_zcdp
 from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_zcdp
@@ -393,6 +391,8 @@ def calibrate_dp_ssgd(
         e0 = cap
         in_regime = central(cap) >= epsilon * (1 - 1e-9)
     else:
+        from scipy import optimize  # imported on first use: job start-up (docs/scaling.md)
+
         e0 = optimize.brentq(lambda e: central(e) - epsilon, 1e-12, cap, xtol=1e-14, rtol=1e-13)
         for _ in range(10_000):
             if central(e0) <= epsilon:
@@ -539,6 +539,8 @@ def calibrate_poisson_dpsgd(
         hi += 1.0
     else:
         raise ValueError(f"epsilon={epsilon!r} is too small to calibrate DP-SGD")
+    from scipy import optimize
+
     root = optimize.brentq(gap, lo, hi, xtol=1e-6)
     sigma = math.exp(root)
     for _ in range(100):

@@ -1,68 +1,104 @@
 """The estimator registry: one explicit table from config names to estimator functions.
 
 The workflow config, the audit and the benchmarks name estimators by these keys. Adding
-an estimator is one line in :data:`BUILTIN_ESTIMATORS` (``CONTRIBUTING.md``, "Add an
-estimator"); ``tests/unit/test_registries.py`` fails if an estimator module defines a
-public ``fit_*`` function that the table lacks. Estimator modules never import this
-module, so the table sits at the top of the estimators layer and the imports are
+an estimator is one line in ``_BUILTIN_SOURCES``, the table behind
+:data:`BUILTIN_ESTIMATORS` (``CONTRIBUTING.md``, "Add an estimator");
+``tests/unit/test_registries.py`` fails if an estimator module defines a public ``fit_*``
+function that the table lacks. Estimator modules never import this module, so the table
+sits at the top of the estimators layer and the imports are
 acyclic (``docs/architecture.md``, "Layers").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+import importlib
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
-
-from dpreg.estimators import (
-    adassp,
-    ambssgd,
-    dp_ssgd,
-    dpgd,
-    dpsgd_poisson,
-    ftrl,
-    ihm,
-    iv,
-    ols,
-    sketch,
-)
 
 __all__ = ["BUILTIN_ESTIMATORS", "ESTIMATORS", "get_estimator", "register"]
 
-#: Every built-in estimator by its config name (non-private references included).
-BUILTIN_ESTIMATORS: Mapping[str, Callable[..., Any]] = MappingProxyType(
-    {
-        # Non-private references
-        "ols": ols.fit_ols,
-        "2s_gd": iv.fit_two_stage_gd,
-        "ambssgd_sgd": ambssgd.fit_ambssgd_sgd,
-        # Lev et al. (2026) and its baselines
-        "adassp": adassp.fit_adassp,
-        "ihm": ihm.fit_ihm,
-        "linear_mixing": sketch.fit_linear_mixing,
-        "sheffet_sketch": sketch.fit_sheffet_sketch,
-        # Brown et al. (2024)
-        "dp_gd": dpgd.fit_dp_gd,
-        # Varshney et al. (2022)
-        "dp_ssgd": dp_ssgd.fit_dp_ssgd,
-        "dp_ambssgd": ambssgd.fit_dp_ambssgd,
-        "dp_ambssgd_fixedclip": ambssgd.fit_dp_ambssgd_fixedclip,
-        "dp_ambssgd_oracleclip": ambssgd.fit_dp_ambssgd_oracleclip,
-        "dp_sgd_poisson": dpsgd_poisson.fit_dp_sgd_poisson,
-        # Choquette-Choo et al. (2023)
-        "dp_ftrl": ftrl.fit_dp_ftrl,
-        "dp_sgd_stream": ftrl.fit_dp_sgd_stream,
-        # Liang et al. (2025)
-        "dp_2s_gd": iv.fit_dp_two_stage_gd,
-        "dp_2s_gd_beta": iv.fit_dp_two_stage_gd_beta,
-    }
-)
+#: Where every built-in estimator is defined (config name -> module of
+#: ``dpreg.estimators``, function), non-private references included. A module is imported
+#: when one of its estimators is first looked up, so a workflow job imports the estimators
+#: it runs, not every family and its SciPy solvers (``docs/scaling.md``, "Start-up of a
+#: job"); listing the table's values imports them all.
+_BUILTIN_SOURCES: dict[str, tuple[str, str]] = {
+    # Non-private references
+    "ols": ("ols", "fit_ols"),
+    "2s_gd": ("iv", "fit_two_stage_gd"),
+    "ambssgd_sgd": ("ambssgd", "fit_ambssgd_sgd"),
+    # Lev et al. (2026) and its baselines
+    "adassp": ("adassp", "fit_adassp"),
+    "ihm": ("ihm", "fit_ihm"),
+    "linear_mixing": ("sketch", "fit_linear_mixing"),
+    "sheffet_sketch": ("sketch", "fit_sheffet_sketch"),
+    # Brown et al. (2024)
+    "dp_gd": ("dpgd", "fit_dp_gd"),
+    # Varshney et al. (2022)
+    "dp_ssgd": ("dp_ssgd", "fit_dp_ssgd"),
+    "dp_ambssgd": ("ambssgd", "fit_dp_ambssgd"),
+    "dp_ambssgd_fixedclip": ("ambssgd", "fit_dp_ambssgd_fixedclip"),
+    "dp_ambssgd_oracleclip": ("ambssgd", "fit_dp_ambssgd_oracleclip"),
+    "dp_sgd_poisson": ("dpsgd_poisson", "fit_dp_sgd_poisson"),
+    # Choquette-Choo et al. (2023)
+    "dp_ftrl": ("ftrl", "fit_dp_ftrl"),
+    "dp_sgd_stream": ("ftrl", "fit_dp_sgd_stream"),
+    # Liang et al. (2025)
+    "dp_2s_gd": ("iv", "fit_dp_two_stage_gd"),
+    "dp_2s_gd_beta": ("iv", "fit_dp_two_stage_gd_beta"),
+}
 
-_ESTIMATORS: dict[str, Callable[..., Any]] = dict(BUILTIN_ESTIMATORS)
+
+class _LazyEstimators(Mapping[str, Callable[..., Any]]):
+    """Read-only mapping from config names to estimators, importing each module on demand."""
+
+    def __init__(self, sources: Mapping[str, tuple[str, str]]) -> None:
+        self._sources = dict(sources)
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        module, attribute = self._sources[name]  # KeyError for an unknown name
+        return getattr(importlib.import_module(f"dpreg.estimators.{module}"), attribute)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._sources
+
+
+#: Every built-in estimator by its config name (non-private references included),
+#: read-only; each module is imported on first lookup.
+BUILTIN_ESTIMATORS: Mapping[str, Callable[..., Any]] = _LazyEstimators(_BUILTIN_SOURCES)
+
+#: Estimators added with :func:`register` (the built-in ones are never copied here).
+_ADDED: dict[str, Callable[..., Any]] = {}
+
+
+class _AllEstimators(Mapping[str, Callable[..., Any]]):
+    """The built-in estimators followed by those added with :func:`register`."""
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        if name in _ADDED:
+            return _ADDED[name]
+        return BUILTIN_ESTIMATORS[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from BUILTIN_ESTIMATORS
+        yield from (name for name in _ADDED if name not in BUILTIN_ESTIMATORS)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _ADDED or name in BUILTIN_ESTIMATORS
+
 
 #: Read-only view of the registry: the built-in table plus estimators added with
 #: :func:`register`.
-ESTIMATORS: Mapping[str, Callable[..., Any]] = MappingProxyType(_ESTIMATORS)
+ESTIMATORS: Mapping[str, Callable[..., Any]] = _AllEstimators()
 
 
 def register(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
@@ -94,9 +130,10 @@ def register(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         raise TypeError(f"name must be a non-empty string; got {name!r}")
     if not callable(func):
         raise TypeError(f"func must be callable; got {func!r}")
-    if name in _ESTIMATORS and _ESTIMATORS[name] is not func:
+    if name in ESTIMATORS and ESTIMATORS[name] is not func:
         raise ValueError(f"estimator name {name!r} is registered twice")
-    _ESTIMATORS[name] = func
+    if name not in BUILTIN_ESTIMATORS:
+        _ADDED[name] = func
     return func
 
 

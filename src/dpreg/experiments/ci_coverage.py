@@ -39,7 +39,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from dpreg.data.datasets import Dataset
 from dpreg.data.regimes import NOISES, load_regime_split, regime_theta
@@ -191,6 +190,8 @@ def ols_half_width(X: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarr
 @functools.lru_cache(maxsize=256)
 def _t_quantile(alpha: float, df: int) -> float:
     r""":math:`t_{1-\alpha/2,\,df}`, once per (alpha, df): a public constant of the cell."""
+    from scipy import stats  # imported on first use: job start-up (docs/scaling.md)
+
     return float(stats.t.ppf(1.0 - alpha / 2.0, df))
 
 

@@ -4,25 +4,17 @@ A paper's check ``check(tables) -> {name: DataFrame}`` takes the aggregated tabl
 of its studies (by study name). The ``claims`` table has one row per claim: what the
 paper says, the statistic we computed, the criterion and whether it passed (rows built
 with :func:`dpreg.experiments.claim_rows.claim_row`). A failed claim is a finding to
-report, not an error. Adding a paper's checks is one entry in :data:`CLAIM_CHECKS`
-(``CONTRIBUTING.md``, "Add a claim").
+report, not an error. Adding a paper's checks is one entry in ``_CLAIM_SOURCES``, the
+table behind :data:`CLAIM_CHECKS` (``CONTRIBUTING.md``, "Add a claim").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
+import importlib
+from collections.abc import Callable, Iterator, Mapping
 
 import pandas as pd
 
-from dpreg.experiments import (
-    brown2024_claims,
-    choquettechoo2023_claims,
-    dpreg_claims,
-    lev2026_claims,
-    liang2025_claims,
-    varshney2022_claims,
-)
 from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row, loglog_slope
 
 __all__ = [
@@ -37,17 +29,43 @@ __all__ = [
 
 ClaimsFn = Callable[[Mapping[str, pd.DataFrame]], dict[str, pd.DataFrame]]
 
-#: Paper key (the config's ``paper``) -> its claim checks.
-CLAIM_CHECKS: Mapping[str, ClaimsFn] = MappingProxyType(
-    {
-        "brown2024": brown2024_claims.check,
-        "choquettechoo2023": choquettechoo2023_claims.check,
-        "dpreg": dpreg_claims.check,
-        "lev2026": lev2026_claims.lev2026_claims,
-        "liang2025": liang2025_claims.liang2025_claims,
-        "varshney2022": varshney2022_claims.check,
-    }
-)
+#: Paper key (the config's ``paper``) -> where its claim checks are defined (module of
+#: ``dpreg.experiments``, function). A module is imported when its paper is first looked
+#: up, so the claims job of one paper (and the workflow's DAG, which only lists the
+#: papers) does not import the others' kinds and statistics (``docs/scaling.md``,
+#: "Start-up of a job").
+_CLAIM_SOURCES: dict[str, tuple[str, str]] = {
+    "brown2024": ("brown2024_claims", "check"),
+    "choquettechoo2023": ("choquettechoo2023_claims", "check"),
+    "dpreg": ("dpreg_claims", "check"),
+    "lev2026": ("lev2026_claims", "lev2026_claims"),
+    "liang2025": ("liang2025_claims", "liang2025_claims"),
+    "varshney2022": ("varshney2022_claims", "check"),
+}
+
+
+class _LazyClaims(Mapping[str, ClaimsFn]):
+    """Read-only mapping from papers to their checks, importing each module on demand."""
+
+    def __init__(self, sources: Mapping[str, tuple[str, str]]) -> None:
+        self._sources = dict(sources)
+
+    def __getitem__(self, paper: str) -> ClaimsFn:
+        module, attribute = self._sources[paper]  # KeyError for an unknown paper
+        return getattr(importlib.import_module(f"dpreg.experiments.{module}"), attribute)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    def __contains__(self, paper: object) -> bool:
+        return paper in self._sources
+
+
+#: Paper key (the config's ``paper``) -> its claim checks (read-only; imported on lookup).
+CLAIM_CHECKS: Mapping[str, ClaimsFn] = _LazyClaims(_CLAIM_SOURCES)
 
 
 def papers_with_claims() -> list[str]:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["ConfidenceIntervals", "t_interval", "t_quantile"]
 
@@ -30,6 +29,8 @@ def t_quantile(alpha: float, m: int) -> float:
         raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
     if m < 2:
         raise ValueError(f"need m >= 2 estimates for a t-interval; got m={m}")
+    from scipy import stats  # imported on first use: job start-up (docs/scaling.md)
+
     return float(stats.t.ppf(1.0 - alpha / 2.0, m - 1))
 
 

@@ -26,7 +26,6 @@ import functools
 import math
 
 import numpy as np
-from scipy import optimize
 
 from dpreg._validation import check_choice, check_positive, check_probability
 from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget, check_budget
@@ -86,6 +85,8 @@ def _tight_eps(rho: float, log_inv_delta: float) -> float:
     k = int(np.argmin(values))
     lo = _T_GRID[max(k - 1, 0)]
     hi = _T_GRID[min(k + 1, _T_GRID.size - 1)]
+    from scipy import optimize  # on first use: a job that only reads budgets never loads it
+
     res = optimize.minimize_scalar(
         lambda t: float(_tight_objective(t, rho, log_inv_delta)),
         bounds=(lo, hi),
@@ -225,6 +226,8 @@ def _tight_rho(epsilon: float, delta: float, rho_simple: float) -> float:
         lo, hi = hi, 2.0 * hi
     else:  # pragma: no cover - tight >= simple/4 for every rho, so 2 doublings suffice
         raise ValueError(f"eps_to_zcdp: no bracket found for epsilon={epsilon!r}")
+    from scipy import optimize
+
     return float(optimize.brentq(gap, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import optimize, special
+from scipy import special
 
 from dpreg._validation import check_positive, check_probability
 
@@ -279,6 +279,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) ->
     )
     what = f"(epsilon={epsilon!r}, delta={delta!r}, sensitivity={sensitivity!r})"
     lo, hi = _expand_bracket(excess, start - 2.0, start + 0.5, what)
+    from scipy import optimize  # imported on first use: job start-up (docs/scaling.md)
+
     root = optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=1e-15)
     # Certify the returned value itself (exp/log rounding included).
     for _ in range(1000):
@@ -346,4 +348,6 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float) -> float:
             f"gaussian_epsilon: no finite epsilon for sigma={sigma!r}, delta={delta!r},"
             f" sensitivity={sensitivity!r} (float64 range)"
         )
+    from scipy import optimize
+
     return float(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15))

@@ -1,0 +1,69 @@
+"""Package attributes imported on first use (PEP 562), to keep a job's start-up small.
+
+A workflow job is a fresh Python process: every module its imports pull in is paid for
+again by each of the run's jobs (``docs/scaling.md``, "Start-up of a job"). A package
+whose ``__init__`` re-exports names from heavy modules (SciPy solvers, the data loaders)
+instead lists where each name lives and imports that module when the name is first read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_attributes"]
+
+
+def lazy_attributes(
+    package: str, sources: Mapping[str, str], namespace: dict[str, Any], public: list[str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """Return a package's ``__getattr__`` and ``__dir__`` importing names on first use.
+
+    Parameters
+    ----------
+    package : str
+        The package's name (its ``__name__``).
+    sources : Mapping[str, str]
+        Public name -> the submodule of ``package`` that defines it.
+    namespace : dict
+        The package's ``globals()``: a name, once imported, is stored there, so later
+        reads do not call ``__getattr__`` again.
+    public : list of str
+        The package's ``__all__``.
+
+    Returns
+    -------
+    (getattr, dir)
+        ``getattr(name)`` imports the module defining ``name`` (or, for a submodule's
+        name such as ``dpreg.data.uci``, the submodule itself, as an eager ``__init__``
+        would have) and returns the attribute; an unknown name raises
+        :class:`AttributeError`.
+
+    Examples
+    --------
+    >>> getattr_, dir_ = lazy_attributes("json", {"JSONEncoder": "encoder"}, {}, ["JSONEncoder"])
+    >>> getattr_("JSONEncoder").__name__
+    'JSONEncoder'
+    >>> getattr_("nothing")
+    Traceback (most recent call last):
+    ...
+    AttributeError: module 'json' has no attribute 'nothing'
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = sources.get(name)
+        if module is not None:
+            value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        elif not name.startswith("_") and importlib.util.find_spec(f"{package}.{name}"):
+            value = importlib.import_module(f"{package}.{name}")
+        else:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(public))
+
+    return __getattr__, __dir__

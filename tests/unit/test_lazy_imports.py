@@ -1,0 +1,94 @@
+"""A job imports what it runs: the lazy registries and packages (docs/scaling.md).
+
+Each check runs a fresh interpreter (``sys.modules`` of this test process already holds
+everything) and lists which of the heavy modules an import left loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import dpreg.data
+import dpreg.privacy
+from dpreg.estimators.registry import _BUILTIN_SOURCES as ESTIMATOR_SOURCES
+from dpreg.estimators.registry import BUILTIN_ESTIMATORS, ESTIMATORS
+from dpreg.experiments.claims import _CLAIM_SOURCES, CLAIM_CHECKS
+
+HEAVY = ("scipy.optimize", "scipy.stats", "numba", "matplotlib", "sklearn", "statsmodels")
+
+
+def _loaded(code: str) -> dict[str, list[str]]:
+    """Run ``code`` in a new interpreter; the heavy and dpreg modules it loaded."""
+    probe = (
+        f"{code}\nimport json, sys\n"
+        "print(json.dumps({'heavy': [m for m in %r if m in sys.modules],"
+        " 'dpreg': sorted(m for m in sys.modules if m.startswith('dpreg.'))}))" % (HEAVY,)
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_import_dpreg_loads_no_solver():
+    loaded = _loaded("import dpreg, dpreg.data, dpreg.estimators, dpreg.experiments.claims")
+    assert loaded["heavy"] == []
+    # no estimator family, no loader, no claims module: only the tables
+    assert not [
+        m
+        for m in loaded["dpreg"]
+        if m.startswith("dpreg.estimators.") and not m.endswith("registry")
+    ]
+    assert not [m for m in loaded["dpreg"] if m.endswith("_claims")]
+    assert "dpreg.data.loaders" not in loaded["dpreg"]
+    assert "dpreg.privacy.conversions" not in loaded["dpreg"]
+
+
+def test_an_estimator_lookup_imports_its_family_only():
+    loaded = _loaded("from dpreg.estimators import get_estimator; get_estimator('ols')")
+    families = {m.rsplit(".", 1)[1] for m in loaded["dpreg"] if m.startswith("dpreg.estimators.")}
+    assert "ols" in families
+    assert not families & {"ftrl", "ftrl_banded", "dpgd", "iv", "ambssgd", "sketch"}
+
+
+def test_a_paper_claims_lookup_imports_its_module_only():
+    loaded = _loaded("from dpreg.experiments.claims import CLAIM_CHECKS; CLAIM_CHECKS['lev2026']")
+    assert [m for m in loaded["dpreg"] if m.endswith("_claims")] == [
+        "dpreg.experiments.lev2026_claims"
+    ]
+
+
+def test_lazy_tables_name_the_functions_of_their_modules():
+    for name, (module, attribute) in ESTIMATOR_SOURCES.items():
+        func = BUILTIN_ESTIMATORS[name]
+        assert func.__module__ == f"dpreg.estimators.{module}" and func.__name__ == attribute
+        assert ESTIMATORS[name] is func
+    assert list(ESTIMATORS) == list(ESTIMATOR_SOURCES)
+    for paper, (module, attribute) in _CLAIM_SOURCES.items():
+        assert CLAIM_CHECKS[paper].__module__ == f"dpreg.experiments.{module}"
+        assert CLAIM_CHECKS[paper].__name__ == attribute
+    with pytest.raises(KeyError):
+        BUILTIN_ESTIMATORS["olss"]
+    with pytest.raises(KeyError):
+        CLAIM_CHECKS["nobody2030"]
+
+
+@pytest.mark.parametrize("package", [dpreg.privacy, dpreg.data])
+def test_lazy_packages_export_every_public_name(package):
+    for name in package.__all__:
+        value = getattr(package, name)
+        module = package._LAZY.get(name)
+        if module is not None:  # the object its module defines, not a copy
+            assert value is getattr(sys.modules[f"{package.__name__}.{module}"], name)
+    assert set(package.__all__) <= set(dir(package))
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        package.nothing  # noqa: B018
