@@ -19,6 +19,7 @@ params = snakemake.params.study  # noqa: F821
 # a damaged chunk is named with how to rebuild it, not left to pyarrow's message
 chunks = [read_artifact_parquet(p) for p in snakemake.input.chunks]  # noqa: F821
 runs = pd.concat(chunks, ignore_index=True)
+del chunks  # the concatenated copy is all that is needed (peak memory: docs/scaling.md)
 references = [read_json(p) for p in snakemake.input.references]  # noqa: F821
 table = summarise_study(params["kind"], runs, references)
 table.insert(0, "study", params["study"])
