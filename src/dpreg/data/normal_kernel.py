@@ -54,7 +54,9 @@ def standard_normal_fill(rng: np.random.Generator, out: np.ndarray) -> np.ndarra
 
     Same values in C order and the same generator state afterwards (numba's
     :class:`~numpy.random.Generator` support runs numpy's ziggurat on the same bit
-    generator), in compiled code.
+    generator), in compiled code. A subclass of Generator, which may override
+    ``standard_normal`` (e.g. one that counts its draws), is served by its own
+    ``standard_normal``.
 
     Parameters
     ----------
@@ -86,6 +88,8 @@ def standard_normal_fill(rng: np.random.Generator, out: np.ndarray) -> np.ndarra
         raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
     if not (isinstance(out, np.ndarray) and out.dtype == np.float64 and out.flags.c_contiguous):
         raise ValueError("out must be a C-contiguous float64 ndarray")
+    if type(rng) is not np.random.Generator:  # a subclass may override standard_normal
+        return rng.standard_normal(out=out)
     if out.size:
         _fill_kernel()(rng, out.reshape(-1))
     return out
@@ -136,6 +140,10 @@ def scaled_normal_fill(rng: np.random.Generator, out: np.ndarray, scale: np.ndar
     scale = np.ascontiguousarray(scale, dtype=np.float64)
     if scale.shape != (out.shape[1],):
         raise ValueError(f"scale must have shape ({out.shape[1]},); got {scale.shape}")
+    if type(rng) is not np.random.Generator:  # a subclass may override standard_normal
+        rng.standard_normal(out=out)
+        out *= scale
+        return out
     if out.size:
         _scaled_fill_kernel()(rng, out, scale)
     return out
