@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["lazy_attributes"]
+__all__ = ["LazyTable", "lazy_attributes"]
 
 
 def lazy_attributes(
@@ -67,3 +67,57 @@ def lazy_attributes(
         return sorted(set(namespace) | set(public))
 
     return __getattr__, __dir__
+
+
+class LazyTable(Mapping[str, Any]):
+    """Read-only mapping name -> object, importing the object's module on first lookup.
+
+    The registries of estimators, study kinds and claim checks are such tables: a
+    workflow job imports the one module it looks up, not every family's.
+
+    Parameters
+    ----------
+    package : str
+        The package whose submodules define the objects.
+    sources : Mapping[str, tuple[str, str]]
+        Name -> (submodule of ``package``, attribute).
+    check : callable, optional
+        ``check(name, value, where)`` called once per name on its first lookup (raise to
+        refuse a value); the value is then kept.
+
+    Examples
+    --------
+    >>> table = LazyTable("json", {"encoder": ("encoder", "JSONEncoder")})
+    >>> table["encoder"].__name__, list(table), "nothing" in table
+    ('JSONEncoder', ['encoder'], False)
+    """
+
+    def __init__(
+        self,
+        package: str,
+        sources: Mapping[str, tuple[str, str]],
+        check: Callable[[str, Any, str], None] | None = None,
+    ) -> None:
+        self._package = package
+        self._sources = dict(sources)
+        self._check = check
+        self._loaded: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._loaded:
+            module, attribute = self._sources[name]  # KeyError for an unknown name
+            where = f"{self._package}.{module}"
+            value = getattr(importlib.import_module(where), attribute)
+            if self._check is not None:
+                self._check(name, value, f"{where}.{attribute}")
+            self._loaded[name] = value
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sources)
+
+    def __len__(self) -> int:
+        return len(self._sources)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._sources

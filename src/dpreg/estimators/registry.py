@@ -11,9 +11,10 @@ acyclic (``docs/architecture.md``, "Layers").
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+from dpreg._lazy import LazyTable
 
 __all__ = ["BUILTIN_ESTIMATORS", "ESTIMATORS", "get_estimator", "register"]
 
@@ -49,29 +50,11 @@ _BUILTIN_SOURCES: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazyEstimators(Mapping[str, Callable[..., Any]]):
-    """Read-only mapping from config names to estimators, importing each module on demand."""
-
-    def __init__(self, sources: Mapping[str, tuple[str, str]]) -> None:
-        self._sources = dict(sources)
-
-    def __getitem__(self, name: str) -> Callable[..., Any]:
-        module, attribute = self._sources[name]  # KeyError for an unknown name
-        return getattr(importlib.import_module(f"dpreg.estimators.{module}"), attribute)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._sources)
-
-    def __len__(self) -> int:
-        return len(self._sources)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._sources
-
-
 #: Every built-in estimator by its config name (non-private references included),
 #: read-only; each module is imported on first lookup.
-BUILTIN_ESTIMATORS: Mapping[str, Callable[..., Any]] = _LazyEstimators(_BUILTIN_SOURCES)
+BUILTIN_ESTIMATORS: Mapping[str, Callable[..., Any]] = LazyTable(
+    "dpreg.estimators", _BUILTIN_SOURCES
+)
 
 #: Estimators added with :func:`register` (the built-in ones are never copied here).
 _ADDED: dict[str, Callable[..., Any]] = {}

@@ -10,11 +10,11 @@ table behind :data:`CLAIM_CHECKS` (``CONTRIBUTING.md``, "Add a claim").
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 
 import pandas as pd
 
+from dpreg._lazy import LazyTable
 from dpreg.experiments.claim_rows import CLAIM_COLUMNS, claim_row, loglog_slope
 
 __all__ = [
@@ -44,28 +44,8 @@ _CLAIM_SOURCES: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazyClaims(Mapping[str, ClaimsFn]):
-    """Read-only mapping from papers to their checks, importing each module on demand."""
-
-    def __init__(self, sources: Mapping[str, tuple[str, str]]) -> None:
-        self._sources = dict(sources)
-
-    def __getitem__(self, paper: str) -> ClaimsFn:
-        module, attribute = self._sources[paper]  # KeyError for an unknown paper
-        return getattr(importlib.import_module(f"dpreg.experiments.{module}"), attribute)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._sources)
-
-    def __len__(self) -> int:
-        return len(self._sources)
-
-    def __contains__(self, paper: object) -> bool:
-        return paper in self._sources
-
-
 #: Paper key (the config's ``paper``) -> its claim checks (read-only; imported on lookup).
-CLAIM_CHECKS: Mapping[str, ClaimsFn] = _LazyClaims(_CLAIM_SOURCES)
+CLAIM_CHECKS: Mapping[str, ClaimsFn] = LazyTable("dpreg.experiments", _CLAIM_SOURCES)
 
 
 def papers_with_claims() -> list[str]:

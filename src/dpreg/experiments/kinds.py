@@ -8,9 +8,9 @@ kind modules never import this module, so the imports are acyclic
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Mapping
 
+from dpreg._lazy import LazyTable
 from dpreg.experiments.study_kind import StudyKind, dataset_of
 
 __all__ = ["BUILTIN_KINDS", "STUDY_KINDS", "StudyKind", "dataset_of", "get_kind", "register_kind"]
@@ -51,37 +51,15 @@ _BUILTIN_SOURCES: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazyKinds(Mapping[str, StudyKind]):
-    """Read-only mapping from kind names to kinds, importing each kind's module on demand."""
-
-    def __init__(self, sources: Mapping[str, tuple[str, str]]) -> None:
-        self._sources = dict(sources)
-        self._loaded: dict[str, StudyKind] = {}
-
-    def __getitem__(self, name: str) -> StudyKind:
-        kind = self._loaded.get(name)
-        if kind is None:
-            module, attribute = self._sources[name]  # KeyError for an unknown name
-            kind = getattr(importlib.import_module(f"dpreg.experiments.{module}"), attribute)
-            if not isinstance(kind, StudyKind) or kind.name != name:
-                raise RuntimeError(
-                    f"dpreg.experiments.{module}.{attribute} is not the study kind {name!r}"
-                )
-            self._loaded[name] = kind
-        return kind
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._sources)
-
-    def __len__(self) -> int:
-        return len(self._sources)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._sources
+def _check_kind(name: str, kind: object, where: str) -> None:
+    if not isinstance(kind, StudyKind) or kind.name != name:
+        raise RuntimeError(f"{where} is not the study kind {name!r}")
 
 
 #: Every built-in study kind, in the order of the papers (modules imported on lookup).
-BUILTIN_KINDS: Mapping[str, StudyKind] = _LazyKinds(_BUILTIN_SOURCES)
+BUILTIN_KINDS: Mapping[str, StudyKind] = LazyTable(
+    "dpreg.experiments", _BUILTIN_SOURCES, _check_kind
+)
 
 
 class _AllKinds(Mapping[str, StudyKind]):
