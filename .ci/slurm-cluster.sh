@@ -8,7 +8,11 @@
 #                                  when they cannot be installed (not root, no apt, offline)
 #   .ci/slurm-cluster.sh start     write slurm.conf, start munged, slurmctld, slurmd (PIDs
 #                                  recorded in $STATE/pids), wait until the node is idle
-#   .ci/slurm-cluster.sh stop      stop every daemon it started, by PID, in reverse order
+#   .ci/slurm-cluster.sh stop      stop every daemon it started, by PID, in reverse order, and
+#                                  remove the slurm.conf it wrote (a left-over slurm.conf naming
+#                                  a stopped controller makes every later `snakemake` call wait
+#                                  10-20 s: the executor plugin probes `scontrol show config`
+#                                  when Snakemake builds its command line; docs/scaling.md)
 #   .ci/slurm-cluster.sh status
 #
 # STATE (default /run/dpreg-slurm) holds the PID list; the job-completion log is
@@ -17,6 +21,9 @@ set -euo pipefail
 STATE=${DPREG_SLURM_STATE:-/run/dpreg-slurm}
 PIDS="$STATE/pids"
 PARTITION=${DPREG_SLURM_PARTITION:-dpreg}
+# The slurm.conf this script writes names this cluster; `stop` removes only such a file.
+CLUSTER_LINE="ClusterName=dpregci"
+ours() { [ -f /etc/slurm/slurm.conf ] && grep -qx "$CLUSTER_LINE" /etc/slurm/slurm.conf; }
 
 need_root() {
   if [ "$(id -u)" != 0 ]; then
@@ -59,9 +66,14 @@ write_conf() {
   getent hosts "$host" >/dev/null || echo "127.0.0.1 $host" >>/etc/hosts
   mem=$(free -m | awk '/^Mem:/{print $2}')
   mkdir -p /etc/slurm
+  if [ -e /etc/slurm/slurm.conf ] && ! ours; then
+    echo "slurm-cluster: /etc/slurm/slurm.conf exists and is not ours; not overwriting it" >&2
+    exit 3
+  fi
   # DefMemPerCPU: without it a job that asks for no memory takes the whole node.
   cat >/etc/slurm/slurm.conf <<EOF
-ClusterName=dpregci
+# written by dpreg .ci/slurm-cluster.sh start; removed by its stop
+${CLUSTER_LINE}
 SlurmctldHost=${host}
 SlurmUser=slurm
 SlurmdUser=root
@@ -122,8 +134,15 @@ start() {
   sinfo
 }
 
+remove_conf() {
+  if ours; then
+    rm -f /etc/slurm/slurm.conf
+    echo "slurm-cluster: removed /etc/slurm/slurm.conf"
+  fi
+}
+
 stop() {
-  [ -f "$PIDS" ] || return 0
+  [ -f "$PIDS" ] || { remove_conf; return 0; }
   tac "$PIDS" | while read -r name pid; do
     kill "$pid" 2>/dev/null || continue
     for _ in $(seq 40); do
@@ -137,6 +156,7 @@ stop() {
     echo "slurm-cluster: stopped $name ($pid)"
   done
   rm -f "$PIDS"
+  remove_conf
 }
 
 status() {
