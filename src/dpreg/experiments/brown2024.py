@@ -44,7 +44,7 @@ from dpreg.data.datasets import Dataset
 from dpreg.data.synthetic import BROWN_DESIGNS, BrownDGP
 from dpreg.estimators.adassp import MECHANISMS as ADASSP_MECHANISMS
 from dpreg.estimators.adassp import fit_adassp
-from dpreg.estimators.dpgd import fit_dp_gd
+from dpreg.estimators.dpgd import GramRowGradient, fit_dp_gd
 from dpreg.experiments.budgets import budget_columns
 from dpreg.experiments.params import (
     KindParams,
@@ -319,7 +319,7 @@ def _dpgd(
     trials: int = 1,
     clip: float | None = None,
     T: int | None = None,
-    kernel: str | None = None,
+    kernel: str | GramRowGradient | None = None,
     **extra: Any,
 ):
     p = X.shape[1]
@@ -476,10 +476,12 @@ def run_cost_of_privacy(
             sigma=float(P.sigma),
             noise_mean=float(P.noise_mean),
         )
-        gram = X.T @ X  # formed once for OLS and the noiseless path (same values)
+        # one run on a large design: the Gram kernel (one product over the rows per
+        # step), whose X'X is formed once for it, OLS and the noiseless path
+        kernel = GramRowGradient(X, y, float(P.clip_scale) * math.sqrt(p))
+        gram = kernel.gram
         ols = _ols(X, y, gram)
-        # one run on a large design: the Gram kernel (one product over the rows per step)
-        fit = _dpgd(X, y, P, rng=rng, kernel="gram")
+        fit = _dpgd(X, y, P, rng=rng, kernel=kernel)
         gd = _noiseless_gd(
             X, ols, T=int(fit.diagnostics["T"]), step=fit.diagnostics["step"], gram=gram
         )
@@ -769,6 +771,7 @@ def run_ci(
             trials=trials,
             T=N,
             return_path=True,
+            kernel="fused",
         )
         clip = fit.nonprivate_diagnostics["clip_fraction"].mean(axis=1)
         for method in ("checkpoints", "batched_means"):
@@ -786,6 +789,7 @@ def run_ci(
             T=T,
             return_path=True,
             accounting_steps=m * T,
+            kernel="fused",
         )
         paths = fit.path.reshape(trials, m, T + 1, p)
         ci = intervals_from_runs(paths, burn_in=burn_in, alpha=alpha, run_estimate=run_estimate)
