@@ -304,10 +304,13 @@ def _draw_data(
     return data.X, data.y, dgp.theta
 
 
-def _ols(X: np.ndarray, y: np.ndarray, gram: np.ndarray | None = None) -> np.ndarray:
+def _ols(
+    X: np.ndarray, y: np.ndarray, gram: np.ndarray | None = None, moment: np.ndarray | None = None
+) -> np.ndarray:
     # normal equations: the Gaussian designs here are well conditioned, and lstsq would
-    # copy an (n, p) design of up to 0.5 GB (Fig. 8b); ``gram``: X'X if already formed
-    return np.linalg.solve(X.T @ X if gram is None else gram, X.T @ y)
+    # copy an (n, p) design of up to 0.5 GB (Fig. 8b); ``gram``, ``moment``: X'X and X'y
+    # if already formed (the same products, so the same values)
+    return np.linalg.solve(X.T @ X if gram is None else gram, X.T @ y if moment is None else moment)
 
 
 def _dpgd(
@@ -392,14 +395,16 @@ def run_error_vs_dim(
             sigma=float(P.sigma),
             noise_mean=float(P.noise_mean),
         )
-        ols = _ols(X, y)
-        fit = _dpgd(X, y, P, rng=rng)
+        # one run: the Gram kernel, whose X'X and row norms serve OLS and AdaSSP's bound
+        kernel = GramRowGradient(X, y, float(P.clip_scale) * math.sqrt(p))
+        ols = _ols(X, y, kernel.gram, kernel.moment)
+        fit = _dpgd(X, y, P, rng=rng, kernel=kernel)
         ada = fit_adassp(
             X,
             y,
             budget=ApproxDP(eps, delta),
             rng=rng,
-            bound_X=float(np.linalg.norm(X, axis=1).max()),
+            bound_X=float(kernel.norms.max()),
             bound_y=float(np.abs(y).max()),
             failure_prob=float(P.adassp_failure_prob),
             mechanism=P.adassp_mechanism,
@@ -480,7 +485,7 @@ def run_cost_of_privacy(
         # step), whose X'X is formed once for it, OLS and the noiseless path
         kernel = GramRowGradient(X, y, float(P.clip_scale) * math.sqrt(p))
         gram = kernel.gram
-        ols = _ols(X, y, gram)
+        ols = _ols(X, y, gram, kernel.moment)
         fit = _dpgd(X, y, P, rng=rng, kernel=kernel)
         gd = _noiseless_gd(
             X, ols, T=int(fit.diagnostics["T"]), step=fit.diagnostics["step"], gram=gram
