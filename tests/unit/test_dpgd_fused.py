@@ -235,3 +235,23 @@ def test_gram_kernel_certificate_is_off_for_a_singular_design():
     np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(frac, frac_ref)
     assert kernel.rows_computed == 200
+
+
+@pytest.mark.parametrize("mode", ["gradient", "residual"])
+def test_gram_kernel_at_zero_skips_the_product_with_the_same_bits(mode):
+    """At theta = 0 the fitted values are taken as zeros: the same bits as the product."""
+    from dpreg.estimators.dpgd_kernel import row_clip_corrections_reference
+
+    X, y = _gaussian(n=1500, p=4, seed=30)
+    X[:, 0] = -np.abs(X[:, 0])  # products with +0.0 give -0.0 here
+    kernel = GramRowGradient(X, y, 0.8, mode)
+    theta = np.zeros((4, 2))
+    g, frac = kernel(theta)
+    count, corr = np.zeros(2, dtype=np.int64), np.zeros((2, 4))
+    row_clip_corrections_reference(
+        X @ theta, y, kernel.norms, X, 0.8, mode, count, corr
+    )  # the product the kernel skips
+    expected = (kernel.gram @ theta - kernel.moment[:, None] - corr.T) / 1500
+    np.testing.assert_array_equal(g, expected)
+    np.testing.assert_array_equal(frac, count / 1500)
+    assert frac.min() > 0

@@ -521,7 +521,8 @@ class GramRowGradient:
     uncertified gathers only those (in increasing row order, so the corrections are
     added in the same order: the same bits as the full pass wherever the gathered
     residuals are, which ``tests/unit/test_dpgd_fused.py`` checks); ``rows_computed``
-    counts the rows whose residuals were computed. Brown et al.'s runs approach
+    counts the rows whose residuals were computed (at :math:`\theta = 0`, every run's
+    start, the fitted values are zeros and no product is taken). Brown et al.'s runs approach
     :math:`\hat\theta` geometrically, so most of their 20 steps skip most rows.
 
     Parameters
@@ -613,10 +614,13 @@ class GramRowGradient:
         block = max(1, _BLOCK_ELEMENTS // max(trials, 1))
         uncertified = self._uncertified(theta)
         self.rows_computed += n if 2 * uncertified > n else uncertified
+        # theta = 0 (every run's start): the fitted values are zeros (a product with zeros
+        # is +-0, and y - (+-0) = y), so the pass over X is skipped
+        zero = not np.any(theta)
         if 2 * uncertified > n:  # most rows: the full pass
             for start in range(0, n, block):
                 stop = min(start + block, n)
-                R = X[start:stop] @ theta
+                R = np.zeros((stop - start, trials)) if zero else X[start:stop] @ theta
                 passes(
                     R, y[start:stop], self.norms[start:stop], X[start:stop], self.clip,
                     self.clip_mode, count, corr,
@@ -626,7 +630,7 @@ class GramRowGradient:
             for start in range(0, uncertified, block):
                 sub = rows[start : start + block]
                 Xb = X[sub]
-                R = Xb @ theta
+                R = np.zeros((len(sub), trials)) if zero else Xb @ theta
                 passes(R, y[sub], self.norms[sub], Xb, self.clip, self.clip_mode, count, corr)
         grad = self.gram @ theta
         grad -= self.moment[:, None]
