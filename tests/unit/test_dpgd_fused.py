@@ -210,7 +210,8 @@ def test_gram_kernel_certificate_skips_rows_with_the_same_bits(mode, spread, mon
     before = kernel.rows_computed
     g, frac = kernel(theta)
     computed = kernel.rows_computed - before
-    monkeypatch.setattr(mod.GramRowGradient, "_uncertified", lambda self, theta: len(self.y))
+    full = (math.inf, 4000)  # no row certified: the full pass
+    monkeypatch.setattr(mod.GramRowGradient, "_uncertified", lambda self, theta: full)
     g_full, frac_full = kernel(theta)
     np.testing.assert_array_equal(g, g_full)
     np.testing.assert_array_equal(frac, frac_full)

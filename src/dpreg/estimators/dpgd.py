@@ -561,7 +561,7 @@ class GramRowGradient:
     def _certificate(self, X: np.ndarray, y: np.ndarray) -> None:
         """Sort the radii tau_i of rows that cannot clip near OLS (none if X'X is singular)."""
         n = X.shape[0]
-        self.tau_sorted = self.order = self.theta_ref = None
+        self.tau = self.tau_sorted = self.theta_ref = None
         try:
             theta_ref = np.linalg.solve(self.gram, self.moment)
         except np.linalg.LinAlgError:
@@ -574,7 +574,7 @@ class GramRowGradient:
             B = np.where(zero, math.inf, self.clip / np.where(zero, 1.0, row_norm))
         else:
             B = np.full(n, self.clip)
-        ref_norm = float(np.linalg.norm(theta_ref))
+        ref_norm = self._ref_norm = float(np.linalg.norm(theta_ref))
         r_ref = np.abs(y - X @ theta_ref)
         slack = _CERTIFY_SLACK * (np.abs(y) + row_norm * ref_norm + np.where(zero, 0.0, B))
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -583,23 +583,25 @@ class GramRowGradient:
         # theta iff |y_i| > C
         tau = np.where(zero, np.where(B - r_ref - slack > 0.0, math.inf, -math.inf), tau)
         tau = np.where(np.isnan(tau), -math.inf, tau)
-        self.order = np.argsort(tau, kind="stable")
-        self.tau_sorted = tau[self.order]
+        self.tau = tau
+        self.tau_sorted = np.sort(tau)  # values only: how many rows a distance leaves
         self.theta_ref = theta_ref
 
-    def _uncertified(self, theta: np.ndarray) -> int:
-        """How many rows (a prefix of ``order``) may clip for some column of ``theta``."""
+    def _uncertified(self, theta: np.ndarray) -> tuple[float, int]:
+        """Return the bound on the columns' distance to OLS and how many rows it leaves."""
         n = len(self.y)
         if self.tau_sorted is None:
-            return n
+            return math.inf, n
         diff = theta - self.theta_ref[:, None]
-        dist = np.linalg.norm(diff, axis=0)
-        dist += _CERTIFY_SLACK * (np.linalg.norm(theta, axis=0) + np.linalg.norm(self.theta_ref))
+        dist = np.sqrt(np.einsum("ij,ij->j", diff, diff))
+        dist += _CERTIFY_SLACK * (
+            np.sqrt(np.einsum("ij,ij->j", theta, theta)) + self._ref_norm
+        )  # fmt: skip
         worst = float(dist.max())
         if not math.isfinite(worst):
-            return n
+            return math.inf, n
         # row i is certified iff dist <= tau_i; the others are those with tau_i < worst
-        return int(np.searchsorted(self.tau_sorted, worst, side="left"))
+        return worst, int(np.searchsorted(self.tau_sorted, worst, side="left"))
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(grad (d, trials), clip_fraction (trials,))`` at ``theta (d, trials)``."""
@@ -612,7 +614,7 @@ class GramRowGradient:
             row_clip_corrections if _use_compiled(n * trials) else row_clip_corrections_reference
         )
         block = max(1, _BLOCK_ELEMENTS // max(trials, 1))
-        uncertified = self._uncertified(theta)
+        worst, uncertified = self._uncertified(theta)
         self.rows_computed += n if 2 * uncertified > n else uncertified
         # theta = 0 (every run's start): the fitted values are zeros (a product with zeros
         # is +-0, and y - (+-0) = y), so the pass over X is skipped
@@ -626,7 +628,7 @@ class GramRowGradient:
                     self.clip_mode, count, corr,
                 )  # fmt: skip
         elif uncertified:  # the uncertified rows only, gathered in increasing order
-            rows = np.sort(self.order[:uncertified])
+            rows = np.flatnonzero(self.tau < worst)  # increasing, `uncertified` of them
             for start in range(0, uncertified, block):
                 sub = rows[start : start + block]
                 Xb = X[sub]
