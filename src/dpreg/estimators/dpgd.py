@@ -519,8 +519,9 @@ class GramRowGradient:
     :class:`ClippedGradientKernel` under ``metric="euclidean"``); such rows add no
     correction and no count. An evaluation where at most half of the rows are
     uncertified gathers only those (in increasing row order, so the corrections are
-    added in the same order: the same bits as the full pass wherever the gathered
-    residuals are, which ``tests/unit/test_dpgd_fused.py`` checks); ``rows_computed``
+    added in the same order: the same bits as the full pass wherever BLAS rounds the
+    gathered rows' residuals as in the full product, else within an ulp of the terms;
+    ``tests/unit/test_dpgd_fused.py``); ``rows_computed``
     counts the rows whose residuals were computed (at :math:`\theta = 0`, every run's
     start, the fitted values are zeros and no product is taken). Brown et al.'s runs approach
     :math:`\hat\theta` geometrically, so most of their 20 steps skip most rows.
