@@ -43,12 +43,16 @@ from dpreg._validation import (
     check_trials,
 )
 from dpreg.estimators.dpgd_kernel import (
+    FUSED_MAX_D,
     clip_block,
     clip_block_reference,
     clipped_residual_weights,
     clipped_residual_weights_reference,
+    clipped_rows_fused,
     row_clip_corrections,
     row_clip_corrections_reference,
+    row_norms,
+    row_norms_reference,
     screen_block,
     screen_block_reference,
 )
@@ -73,7 +77,7 @@ _NOISE_BLOCK_ELEMENTS = 2**18
 _KERNEL_CACHE_SIZE = 2  # kernels kept (e.g. one dataset's gradient- and residual-clip ones)
 _KERNEL_CACHE: OrderedDict[tuple, ClippedGradientKernel] = OrderedDict()
 NEIGHBOURS = ("replace_one", "zero_out")
-KERNELS = ("fast", "rows", "gram")
+KERNELS = ("fast", "rows", "gram", "fused")
 
 __all__ = [
     "CLIP_MODES",
@@ -237,6 +241,16 @@ class ClippedGradientKernel:
         many rows may clip fall back to the double-precision pass. The results are the
         same to rounding (clip counts exactly); worth it where few rows clip (IHM near
         the solution), not where many do.
+    fused : bool, default False
+        For ``d <= 11`` (:data:`~dpreg.estimators.dpgd_kernel.FUSED_MAX_D`): every
+        parameter's uncertified rows (a suffix of the sorted rows) go through one
+        compiled pass computing residuals, clips, counts and the gradient sum with the
+        rows as SIMD lanes (:func:`~dpreg.estimators.dpgd_kernel.clipped_rows_fused`)
+        instead of the block loop's two products, clip pass and Gram shortcuts: for
+        many parameters far from the reference point where many rows clip (Brown et
+        al.'s confidence-interval chains, ``kernel="fused"``). Equal to the block loop
+        to rounding (sums reassociated); clip counts equal except for a residual within
+        rounding of the clip level.
     """
 
     def __init__(
@@ -248,11 +262,13 @@ class ClippedGradientKernel:
         clip_mode: str = "gradient",
         metric: str = "design",
         screen: bool = False,
+        fused: bool = False,
     ) -> None:
         check_choice(metric, "metric", CERTIFICATE_METRICS)
         n, d = X.shape
         self.n, self.d, self.clip = n, d, float(clip)
         self.screen = False
+        self.fused = False
         if math.isinf(clip):
             self.gram = (X.T @ X) / n
             self.moment = (X.T @ y) / n
@@ -301,6 +317,12 @@ class ClippedGradientKernel:
         if self.screen:  # single-precision copy and the rows' L1 norms (rounding bounds)
             self.A32 = self.A.astype(np.float32)
             self.a1 = np.abs(self.A).sum(axis=1)
+        self.fused = bool(fused) and d <= FUSED_MAX_D
+        if self.fused:  # zero-padded transposed copies for the compiled pass
+            self.AT = np.zeros((FUSED_MAX_D + 1, n))
+            self.AT[: d + 1] = self.A.T
+            self.XBT = np.zeros((FUSED_MAX_D, n))
+            self.XBT[:d] = self.XB_T
         self._layouts: dict[int, _BlockLayout] = {}
         # (row, parameter) pairs, by how they were handled
         self.pairs = {"certified": 0, "gram": 0, "sparse": 0, "dense": 0, "shared": 0}
@@ -392,6 +414,47 @@ class ClippedGradientKernel:
             grad[:, :certified] = np.einsum(
                 "jab,bj->aj", lay.gram_prefix[cert[:certified]], ext[:, :certified]
             )
+        if self.fused:
+            count = self._fused(ext, cert, lay, grad)
+        else:
+            count = self._blocks(ext, first, theta, lay, grad)
+        out_grad = np.empty_like(grad)
+        out_grad[:, order] = grad
+        out_count = np.empty(trials, dtype=np.int64)
+        out_count[order] = count
+        out_grad /= self.n
+        return out_grad, out_count / self.n
+
+    def _fused(
+        self, ext: np.ndarray, cert: np.ndarray, lay: _BlockLayout, grad: np.ndarray
+    ) -> np.ndarray:
+        """Every parameter's uncertified rows in one compiled pass (``fused=True``)."""
+        d, trials = self.d, ext.shape[1]
+        # parameter j (sorted) is certified in blocks 0..cert[j]-1: its other rows are the
+        # suffix from the start of block cert[j]
+        starts = np.array([start for start, _ in lay.spans] + [self.n], dtype=np.int64)
+        row_start = starts[cert]
+        E = np.zeros((trials, FUSED_MAX_D + 1))
+        E[:, : d + 1] = ext.T
+        G = np.empty((trials, FUSED_MAX_D))
+        count = np.empty(trials, dtype=np.int64)
+        clipped_rows_fused(self.AT, self.XBT, E, row_start, G, count)
+        grad += G[:, :d].T
+        certified = int(row_start.sum())
+        self.pairs["certified"] += certified
+        self.pairs["dense"] += self.n * trials - certified
+        return count
+
+    def _blocks(
+        self,
+        ext: np.ndarray,
+        first: np.ndarray,
+        theta: np.ndarray,
+        lay: _BlockLayout,
+        grad: np.ndarray,
+    ) -> np.ndarray:
+        """Run the row blocks' products, clip passes and Gram shortcuts; return the counts."""
+        d, trials = self.d, ext.shape[1]
         count = np.zeros(trials, dtype=np.int64)
         pairs = self.pairs
         # both passes give the same bits; the compiled one once this kernel's work so far
@@ -432,12 +495,7 @@ class ClippedGradientKernel:
                 continue
             pairs["dense"] += rows * width
             grad[:, lo:] += self.XB_T[:, start:stop] @ W
-        out_grad = np.empty_like(grad)
-        out_grad[:, order] = grad
-        out_count = np.empty(trials, dtype=np.int64)
-        out_count[order] = count
-        out_grad /= self.n
-        return out_grad, out_count / self.n
+        return count
 
 
 class GramRowGradient:
@@ -452,6 +510,21 @@ class GramRowGradient:
     a second product over all rows. No copy of ``X`` is made (``kernel="gram"`` of
     :func:`dp_gd_path`, for few trials on a large design: Brown et al. 2024, Figs. 2 and 8,
     one run per data set). Equal to :func:`clipped_mean_gradient` up to rounding.
+
+    *Certified rows are skipped.* With the OLS fit :math:`\theta_{\rm ref}` (from
+    :math:`G`) and its residuals :math:`r^{\rm ref}_i`, :math:`|r_i(\theta)| \le
+    |r^{\rm ref}_i| + \|x_i\|\,\|\theta - \theta_{\rm ref}\|`, so row i cannot be
+    clipped while :math:`\|\theta_j - \theta_{\rm ref}\| \le \tau_i = (B_i -
+    |r^{\rm ref}_i|)/\|x_i\|` for every column j (the radii and slacks of
+    :class:`ClippedGradientKernel` under ``metric="euclidean"``); such rows add no
+    correction and no count. An evaluation where at most half of the rows are
+    uncertified gathers only those (in increasing row order, so the corrections are
+    added in the same order: the same bits as the full pass wherever BLAS rounds the
+    gathered rows' residuals as in the full product, else within an ulp of the terms;
+    ``tests/unit/test_dpgd_fused.py``); ``rows_computed``
+    counts the rows whose residuals were computed (at :math:`\theta = 0`, every run's
+    start, the fitted values are zeros and no product is taken). Brown et al.'s runs approach
+    :math:`\hat\theta` geometrically, so most of their 20 steps skip most rows.
 
     Parameters
     ----------
@@ -478,7 +551,58 @@ class GramRowGradient:
         self.X, self.y, self.clip, self.clip_mode = X, y, float(clip), clip_mode
         self.gram = X.T @ X
         self.moment = X.T @ y
-        self.norms = np.linalg.norm(X, axis=1) if clip_mode == "gradient" else np.ones(len(y))
+        if clip_mode == "gradient":  # the same bits either way; compiled: no (n, d) temporary
+            norms = row_norms if _use_compiled(X.size) else row_norms_reference
+            self.norms = norms(X)
+        else:
+            self.norms = np.ones(len(y))
+        self.rows_computed = 0
+        self._certificate(X, y)
+
+    def _certificate(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Sort the radii tau_i of rows that cannot clip near OLS (none if X'X is singular)."""
+        n = X.shape[0]
+        self.tau = self.tau_sorted = self.theta_ref = None
+        try:
+            theta_ref = np.linalg.solve(self.gram, self.moment)
+        except np.linalg.LinAlgError:
+            return
+        if not np.all(np.isfinite(theta_ref)):
+            return
+        row_norm = self.norms if self.clip_mode == "gradient" else row_norms_reference(X)
+        zero = row_norm == 0.0
+        if self.clip_mode == "gradient":  # residual threshold B_i = C/||x_i||
+            B = np.where(zero, math.inf, self.clip / np.where(zero, 1.0, row_norm))
+        else:
+            B = np.full(n, self.clip)
+        ref_norm = self._ref_norm = float(np.linalg.norm(theta_ref))
+        r_ref = np.abs(y - X @ theta_ref)
+        slack = _CERTIFY_SLACK * (np.abs(y) + row_norm * ref_norm + np.where(zero, 0.0, B))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tau = (B - r_ref - slack) / (row_norm * (1.0 + _METRIC_SLACK))
+        # a zero row never clips in gradient mode; in residual mode it clips for every
+        # theta iff |y_i| > C
+        tau = np.where(zero, np.where(B - r_ref - slack > 0.0, math.inf, -math.inf), tau)
+        tau = np.where(np.isnan(tau), -math.inf, tau)
+        self.tau = tau
+        self.tau_sorted = np.sort(tau)  # values only: how many rows a distance leaves
+        self.theta_ref = theta_ref
+
+    def _uncertified(self, theta: np.ndarray) -> tuple[float, int]:
+        """Return the bound on the columns' distance to OLS and how many rows it leaves."""
+        n = len(self.y)
+        if self.tau_sorted is None:
+            return math.inf, n
+        diff = theta - self.theta_ref[:, None]
+        dist = np.sqrt(np.einsum("ij,ij->j", diff, diff))
+        dist += _CERTIFY_SLACK * (
+            np.sqrt(np.einsum("ij,ij->j", theta, theta)) + self._ref_norm
+        )  # fmt: skip
+        worst = float(dist.max())
+        if not math.isfinite(worst):
+            return math.inf, n
+        # row i is certified iff dist <= tau_i; the others are those with tau_i < worst
+        return worst, int(np.searchsorted(self.tau_sorted, worst, side="left"))
 
     def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(grad (d, trials), clip_fraction (trials,))`` at ``theta (d, trials)``."""
@@ -491,13 +615,26 @@ class GramRowGradient:
             row_clip_corrections if _use_compiled(n * trials) else row_clip_corrections_reference
         )
         block = max(1, _BLOCK_ELEMENTS // max(trials, 1))
-        for start in range(0, n, block):
-            stop = min(start + block, n)
-            R = X[start:stop] @ theta
-            passes(
-                R, y[start:stop], self.norms[start:stop], X[start:stop], self.clip,
-                self.clip_mode, count, corr,
-            )  # fmt: skip
+        worst, uncertified = self._uncertified(theta)
+        self.rows_computed += n if 2 * uncertified > n else uncertified
+        # theta = 0 (every run's start): the fitted values are zeros (a product with zeros
+        # is +-0, and y - (+-0) = y), so the pass over X is skipped
+        zero = not np.any(theta)
+        if 2 * uncertified > n:  # most rows: the full pass
+            for start in range(0, n, block):
+                stop = min(start + block, n)
+                R = np.zeros((stop - start, trials)) if zero else X[start:stop] @ theta
+                passes(
+                    R, y[start:stop], self.norms[start:stop], X[start:stop], self.clip,
+                    self.clip_mode, count, corr,
+                )  # fmt: skip
+        elif uncertified:  # the uncertified rows only, gathered in increasing order
+            rows = np.flatnonzero(self.tau < worst)  # increasing, `uncertified` of them
+            for start in range(0, uncertified, block):
+                sub = rows[start : start + block]
+                Xb = X[sub]
+                R = np.zeros((len(sub), trials)) if zero else Xb @ theta
+                passes(R, y[sub], self.norms[sub], Xb, self.clip, self.clip_mode, count, corr)
         grad = self.gram @ theta
         grad -= self.moment[:, None]
         grad -= corr.T
@@ -529,6 +666,7 @@ def clipped_gradient_kernel(
     clip_mode: str = "gradient",
     metric: str = "design",
     screen: bool = False,
+    fused: bool = False,
 ) -> ClippedGradientKernel:
     r"""Return a :class:`ClippedGradientKernel` for ``(X, y, clip)``, built once and reused.
 
@@ -548,7 +686,7 @@ def clipped_gradient_kernel(
     clip : float
     clip_mode : {"gradient", "residual"}, default "gradient"
     metric : {"design", "euclidean"}, default "design"
-    screen : bool, default False
+    screen, fused : bool, default False
         As for :class:`ClippedGradientKernel`.
 
     Returns
@@ -567,10 +705,13 @@ def clipped_gradient_kernel(
     False
     """
     build = ClippedGradientKernel  # in the key: a replaced class (a test's) builds anew
-    key = (build, X.shape, _digest(X), _digest(y), float(clip), clip_mode, metric, bool(screen))
+    key = (
+        build, X.shape, _digest(X), _digest(y), float(clip), clip_mode, metric, bool(screen),
+        bool(fused),
+    )  # fmt: skip
     kernel = _KERNEL_CACHE.get(key)
     if kernel is None:
-        kernel = build(X, y, clip, clip_mode=clip_mode, metric=metric, screen=screen)
+        kernel = build(X, y, clip, clip_mode=clip_mode, metric=metric, screen=screen, fused=fused)
         _KERNEL_CACHE[key] = kernel
         while len(_KERNEL_CACHE) > _KERNEL_CACHE_SIZE:
             _KERNEL_CACHE.popitem(last=False)
@@ -717,7 +858,7 @@ def dp_gd_path(
     theta0: np.ndarray | None = None,
     clip_mode: str = "gradient",
     return_path: bool = True,
-    kernel: str = "fast",
+    kernel: str | GramRowGradient = "fast",
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Run DP-GD on the squared loss for ``trials`` independent noise draws.
 
@@ -765,7 +906,7 @@ def dp_gd_path(
         See :func:`clipped_mean_gradient`.
     return_path : bool
         Return all iterates (default) or only the last one.
-    kernel : {"fast", "rows", "gram"}
+    kernel : {"fast", "rows", "gram", "fused"}
         ``"fast"`` (default): :class:`ClippedGradientKernel` (the same gradients and
         clip counts up to floating-point rounding; 5-20x faster than ``"rows"`` on
         Lev et al.'s large datasets, ``benchmarks/results/anchors.md``, and
@@ -773,8 +914,15 @@ def dp_gd_path(
         ``"rows"``: :func:`clipped_mean_gradient` at every step (the reference).
         ``"gram"``: :class:`GramRowGradient` (one product over the rows per step
         instead of two, no copy of ``X``: for one or a few runs on a large design;
-        ``"rows"`` when ``clip = inf``). The noise draws are identical, so all kernels
-        give the same path to rounding error, with the same clip counts.
+        ``"rows"`` when ``clip = inf``). ``"fused"``: :class:`ClippedGradientKernel`
+        with ``fused=True`` (one compiled pass over the uncertified rows for ``d <=
+        11``: many runs far from the solution with many rows clipped, Brown et al.
+        2024, Figs. 5/6 and 10/11). The noise draws are identical, so all kernels
+        give the same path to rounding error, with the same clip counts. A
+        :class:`GramRowGradient` built on these ``X``, ``y``, ``clip`` and ``clip_mode``
+        is used as it is (its Gram matrix formed once and shared with the caller, e.g.
+        for the OLS fit beside the run; :func:`fit_dp_gd` checks that it was built on
+        the same arrays).
 
     Returns
     -------
@@ -789,8 +937,11 @@ def dp_gd_path(
         theta = np.zeros((d, trials))
     else:
         theta = np.array(np.broadcast_to(np.asarray(theta0, dtype=np.float64), (trials, d)).T)
-    if kernel == "fast":
-        gradient = clipped_gradient_kernel(X, y, clip, clip_mode=clip_mode)
+    if isinstance(kernel, GramRowGradient):  # built by the caller on these X, y, clip
+        gradient = kernel
+    elif kernel in ("fast", "fused"):
+        fused = kernel == "fused"
+        gradient = clipped_gradient_kernel(X, y, clip, clip_mode=clip_mode, fused=fused)
     elif kernel == "gram" and not math.isinf(clip):
         gradient = GramRowGradient(X, y, clip, clip_mode)
     else:
@@ -849,7 +1000,7 @@ def fit_dp_gd(
     theta0: np.ndarray | None = None,
     return_path: bool = False,
     accounting_steps: int | None = None,
-    kernel: str = "fast",
+    kernel: str | GramRowGradient = "fast",
 ) -> Fit:
     r"""DP-GD for least squares (Brown et al. 2024, Alg. 1; Lev et al. 2026, Alg. 7).
 
@@ -914,8 +1065,12 @@ def fit_dp_gd(
         interval built from m runs of T steps, or from one run whose budget covers all
         of its iterations, stays rho-zCDP in total (Brown et al. 2024, §3 and
         App. B; docs/notes/brown2024.md §8 item 3).
-    kernel : {"fast", "rows", "gram"}, default "fast"
-        Gradient evaluation, see :func:`dp_gd_path`.
+    kernel : {"fast", "rows", "gram", "fused"} or GramRowGradient, default "fast"
+        Gradient evaluation, see :func:`dp_gd_path`. A :class:`GramRowGradient` must
+        have been built on the very arrays ``X`` and ``y`` passed here (the same
+        objects, float64 and C-contiguous, so that validation returns them unchanged)
+        with the same ``clip`` and ``clip_mode``; it computes its Gram matrix itself,
+        so the caller can reuse ``kernel.gram`` (e.g. for OLS) without forming it twice.
 
     Returns
     -------
@@ -1021,12 +1176,20 @@ def fit_dp_gd(
             f" budget is spread over); got {accounting_steps!r}"
         )
     accounting_steps = int(accounting_steps)
-    check_choice(kernel, "kernel", KERNELS)
+    if not isinstance(kernel, GramRowGradient):
+        check_choice(kernel, "kernel", KERNELS)
     step = check_positive(step, "step")
     clip = check_positive(clip, "clip", allow_inf=True)
     check_choice(sensitivity, "sensitivity", NEIGHBOURS)
     check_choice(conversion, "conversion", CONVERSIONS)
     check_choice(clip_mode, "clip_mode", CLIP_MODES)
+    if isinstance(kernel, GramRowGradient) and not (
+        kernel.X is X and kernel.y is y and kernel.clip == clip and kernel.clip_mode == clip_mode
+    ):
+        raise ValueError(
+            "kernel: a GramRowGradient must be built on the same X and y arrays (float64,"
+            f" C-contiguous), clip={clip!r} and clip_mode={clip_mode!r} as the fit"
+        )
     n, d = X.shape
     if theta0 is not None:
         theta0 = np.asarray(theta0, dtype=np.float64)
@@ -1098,6 +1261,6 @@ def fit_dp_gd(
             "accounting_steps": accounting_steps,
             "step": float(step),
             "clip": float(clip),
-            "kernel": kernel,
+            "kernel": "gram" if isinstance(kernel, GramRowGradient) else kernel,
         },
     )

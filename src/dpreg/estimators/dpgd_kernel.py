@@ -19,12 +19,17 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "FUSED_MAX_D",
     "clip_block",
     "clip_block_reference",
+    "clipped_rows_fused",
+    "clipped_rows_fused_reference",
     "clipped_residual_weights",
     "clipped_residual_weights_reference",
     "row_clip_corrections",
     "row_clip_corrections_reference",
+    "row_norms",
+    "row_norms_reference",
     "screen_block",
     "screen_block_reference",
 ]
@@ -101,6 +106,230 @@ def _kernel() -> Any:
                         corr[j, a] += X[i, a] * diff
 
     return kernel, screen, weights, row_corrections
+
+
+#: largest d of :func:`clipped_rows_fused` (columns padded with zeros to d + 1 = 12)
+FUSED_MAX_D = 11
+
+
+@cache
+def _fused_kernel() -> Any:
+    """Compile (or load from numba's cache) the fused residual, clip and sum pass."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+    def fused(AT, XBT, E, row_start, G, count):
+        # lanes are rows: one parameter's 12 entries and 11 partial sums stay in registers
+        for j in range(E.shape[0]):
+            # unsigned row indices: no wraparound tests, so the row loop vectorises
+            start, stop = np.uint64(max(row_start[j], 0)), np.uint64(AT.shape[1])
+            e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10, e11 = (
+                E[j, 0], E[j, 1], E[j, 2], E[j, 3], E[j, 4], E[j, 5],
+                E[j, 6], E[j, 7], E[j, 8], E[j, 9], E[j, 10], E[j, 11],
+            )  # fmt: skip
+            g0 = g1 = g2 = g3 = g4 = g5 = g6 = g7 = g8 = g9 = g10 = 0.0
+            c = 0
+            for i in range(start, stop):
+                u = (
+                    AT[0, i] * e0 + AT[1, i] * e1 + AT[2, i] * e2 + AT[3, i] * e3
+                    + AT[4, i] * e4 + AT[5, i] * e5 + AT[6, i] * e6 + AT[7, i] * e7
+                    + AT[8, i] * e8 + AT[9, i] * e9 + AT[10, i] * e10 + AT[11, i] * e11
+                )  # fmt: skip
+                w = min(max(u, -1.0), 1.0)
+                c += 1 if u != w else 0
+                g0 += XBT[0, i] * w
+                g1 += XBT[1, i] * w
+                g2 += XBT[2, i] * w
+                g3 += XBT[3, i] * w
+                g4 += XBT[4, i] * w
+                g5 += XBT[5, i] * w
+                g6 += XBT[6, i] * w
+                g7 += XBT[7, i] * w
+                g8 += XBT[8, i] * w
+                g9 += XBT[9, i] * w
+                g10 += XBT[10, i] * w
+            G[j, 0], G[j, 1], G[j, 2], G[j, 3], G[j, 4], G[j, 5] = g0, g1, g2, g3, g4, g5
+            G[j, 6], G[j, 7], G[j, 8], G[j, 9], G[j, 10] = g6, g7, g8, g9, g10
+            count[j] = c
+
+    return fused
+
+
+def clipped_rows_fused(
+    AT: np.ndarray,
+    XBT: np.ndarray,
+    E: np.ndarray,
+    row_start: np.ndarray,
+    G: np.ndarray,
+    count: np.ndarray,
+) -> None:
+    r"""Clipped gradient sums of many parameters over row ranges, in one compiled pass.
+
+    For parameter j, over rows :math:`i \ge` ``row_start[j]``: the scaled residual
+    :math:`u_{ij} = a_i^\top e_j`, its clip :math:`w_{ij} = \mathrm{clip}_{[-1,1]}(u_{ij})`,
+    the count of clipped pairs and :math:`G_j = \sum_i (x_i B_i) w_{ij}`: both products
+    and the clip of :class:`~dpreg.estimators.dpgd.ClippedGradientKernel`'s dense row
+    block (``kernel="fused"``) without writing the residuals, the rows as SIMD lanes and
+    the parameter's entries and sums in registers. Sums are reassociated (vector lanes,
+    fused multiply-adds), so results equal :func:`clipped_rows_fused_reference` to
+    rounding, and the counts exactly except where a residual lies within rounding of
+    the clip level.
+
+    Parameters
+    ----------
+    AT : ndarray, shape (12, n), C-contiguous
+        :math:`[X/B,\ y/B]^\top` zero-padded to 12 rows (d + 1 <= 12).
+    XBT : ndarray, shape (11, n), C-contiguous
+        :math:`(XB)^\top` zero-padded to 11 rows.
+    E : ndarray, shape (width, 12), C-contiguous
+        Parameters :math:`[\theta_j; -1]`, zero-padded.
+    row_start : ndarray, shape (width,), int64
+        First row of each parameter's range (rows before it are certified elsewhere).
+    G : ndarray, shape (width, 11)
+        Overwritten with the sums.
+    count : ndarray, shape (width,), int64
+        Overwritten with the clipped pairs of each parameter.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> AT = np.zeros((12, 3)); AT[0] = [1.0, 2.0, 0.5]; AT[1] = [-1.0, -1.0, -1.0]
+    >>> XBT = np.zeros((11, 3)); XBT[0] = [1.0, 1.0, 1.0]
+    >>> E = np.zeros((1, 12)); E[0, :2] = [1.0, -1.0]  # theta = 1, residual entry -1
+    >>> G, count = np.empty((1, 11)), np.empty(1, dtype=np.int64)
+    >>> clipped_rows_fused(AT, XBT, E, np.array([0]), G, count)
+    >>> float(G[0, 0]), count.tolist()  # u = 2, 3, 1.5: all clipped to 1
+    (3.0, [3])
+    """
+    _fused_kernel()(AT, XBT, E, row_start, G, count)
+
+
+def clipped_rows_fused_reference(
+    AT: np.ndarray,
+    XBT: np.ndarray,
+    E: np.ndarray,
+    row_start: np.ndarray,
+    G: np.ndarray,
+    count: np.ndarray,
+) -> None:
+    """Numpy reference of :func:`clipped_rows_fused` (same arguments and effects).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> AT = np.zeros((12, 2)); AT[0] = [0.5, 3.0]
+    >>> XBT = np.zeros((11, 2)); XBT[0] = [2.0, 1.0]
+    >>> E = np.zeros((1, 12)); E[0, 0] = 1.0
+    >>> G, count = np.empty((1, 11)), np.empty(1, dtype=np.int64)
+    >>> clipped_rows_fused_reference(AT, XBT, E, np.array([0]), G, count)
+    >>> float(G[0, 0]), count.tolist()
+    (2.0, [1])
+    """
+    for j in range(E.shape[0]):
+        start = int(row_start[j])
+        U = E[j] @ AT[:, start:]
+        W = np.clip(U, -1.0, 1.0)
+        count[j] = np.count_nonzero(U != W)
+        G[j] = XBT[:, start:] @ W
+
+
+#: longest row :func:`row_norms` sums in compiled code (numpy's unrolled block; longer
+#: rows are split recursively by numpy, and go to :func:`row_norms_reference`)
+ROW_NORMS_MAX_D = 128
+
+
+@cache
+def _norms_kernel() -> Any:
+    """Compile (or load from numba's cache) the row-norm pass."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def norms(X, out):
+        # numpy's add.reduce over a contiguous row of d <= 128 squares: a plain running
+        # sum below 8 terms, else eight interleaved sums over the multiple-of-8 prefix,
+        # combined pairwise, then the rest added in order
+        n, d = X.shape
+        sq = np.empty(d)
+        for i in range(n):
+            for k in range(d):
+                v = X[i, k]
+                sq[k] = v * v
+            if d < 8:
+                res = 0.0
+                for k in range(d):
+                    res += sq[k]
+            else:
+                r0, r1, r2, r3 = sq[0], sq[1], sq[2], sq[3]
+                r4, r5, r6, r7 = sq[4], sq[5], sq[6], sq[7]
+                k = 8
+                stop = d - d % 8
+                while k < stop:
+                    r0 += sq[k]
+                    r1 += sq[k + 1]
+                    r2 += sq[k + 2]
+                    r3 += sq[k + 3]
+                    r4 += sq[k + 4]
+                    r5 += sq[k + 5]
+                    r6 += sq[k + 6]
+                    r7 += sq[k + 7]
+                    k += 8
+                res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+                while k < d:
+                    res += sq[k]
+                    k += 1
+            out[i] = np.sqrt(res)
+
+    return norms
+
+
+def row_norms(X: np.ndarray) -> np.ndarray:
+    r"""Euclidean norms of the rows of ``X``, bit for bit ``np.linalg.norm(X, axis=1)``.
+
+    One compiled pass without numpy's ``(n, d)`` temporary of squares: each row's squares
+    are summed in numpy's order (its pairwise summation, which for ``d <= 128`` is eight
+    interleaved running sums combined pairwise), so the values are identical
+    (``tests/unit/test_dpgd_kernel.py`` compares them bit for bit). Rows longer than
+    :data:`ROW_NORMS_MAX_D`, a non-C-contiguous or non-float64 ``X`` go to
+    :func:`row_norms_reference`.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+
+    Returns
+    -------
+    ndarray, shape (n,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.arange(30.0).reshape(3, 10) / 7
+    >>> bool(np.array_equal(row_norms(X), np.linalg.norm(X, axis=1)))
+    True
+    """
+    X = np.asarray(X)
+    if (
+        X.ndim != 2
+        or X.dtype != np.float64
+        or not X.flags.c_contiguous
+        or X.shape[1] > ROW_NORMS_MAX_D
+    ):
+        return row_norms_reference(X)
+    out = np.empty(X.shape[0])
+    _norms_kernel()(X, out)
+    return out
+
+
+def row_norms_reference(X: np.ndarray) -> np.ndarray:
+    """Numpy reference of :func:`row_norms`: ``np.linalg.norm(X, axis=1)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> row_norms_reference(np.array([[3.0, 4.0], [0.0, 0.0]])).tolist()
+    [5.0, 0.0]
+    """
+    return np.linalg.norm(X, axis=1)
 
 
 def clip_block(U: np.ndarray, W: np.ndarray, count: np.ndarray, hit: np.ndarray) -> int:

@@ -44,7 +44,7 @@ from dpreg.data.datasets import Dataset
 from dpreg.data.synthetic import BROWN_DESIGNS, BrownDGP
 from dpreg.estimators.adassp import MECHANISMS as ADASSP_MECHANISMS
 from dpreg.estimators.adassp import fit_adassp
-from dpreg.estimators.dpgd import fit_dp_gd
+from dpreg.estimators.dpgd import GramRowGradient, fit_dp_gd
 from dpreg.experiments.budgets import budget_columns
 from dpreg.experiments.params import (
     KindParams,
@@ -304,10 +304,30 @@ def _draw_data(
     return data.X, data.y, dgp.theta
 
 
-def _ols(X: np.ndarray, y: np.ndarray, gram: np.ndarray | None = None) -> np.ndarray:
+def _preload_compiled(draws: int) -> None:
+    """Load the compiled normal fill (and numba) up front for a job of many small draws.
+
+    ``dpreg.data.synthetic`` takes numba's fill for a draw of at least 2^20 normals or
+    once numba is loaded; a job drawing at least 2^26 normals (about 0.4 s saved at ~6 ns
+    per draw, numba's start-up) in many smaller data sets (Figs. 1/2/8/9: one per trial)
+    pays that start-up once and draws all of them compiled,
+    the same values and generator states as numpy's (``tests/unit/test_normal_kernel.py``);
+    the Gram kernel's compiled passes follow (the same bits as their numpy references).
+    The warm-up draws from a throwaway generator, never from a study stream.
+    """
+    if draws >= 2**26:
+        from dpreg.data.normal_kernel import standard_normal_fill
+
+        standard_normal_fill(np.random.default_rng(0), np.empty(1))
+
+
+def _ols(
+    X: np.ndarray, y: np.ndarray, gram: np.ndarray | None = None, moment: np.ndarray | None = None
+) -> np.ndarray:
     # normal equations: the Gaussian designs here are well conditioned, and lstsq would
-    # copy an (n, p) design of up to 0.5 GB (Fig. 8b); ``gram``: X'X if already formed
-    return np.linalg.solve(X.T @ X if gram is None else gram, X.T @ y)
+    # copy an (n, p) design of up to 0.5 GB (Fig. 8b); ``gram``, ``moment``: X'X and X'y
+    # if already formed (the same products, so the same values)
+    return np.linalg.solve(X.T @ X if gram is None else gram, X.T @ y if moment is None else moment)
 
 
 def _dpgd(
@@ -319,7 +339,7 @@ def _dpgd(
     trials: int = 1,
     clip: float | None = None,
     T: int | None = None,
-    kernel: str | None = None,
+    kernel: str | GramRowGradient | None = None,
     **extra: Any,
 ):
     p = X.shape[1]
@@ -381,6 +401,7 @@ def run_error_vs_dim(
     n = int(P.n_per_p) * p
     delta = float(P.delta)
     eps = zcdp_to_eps(float(P.rho), delta, method="simple")
+    _preload_compiled(trials * n * (p + 1))
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
@@ -392,14 +413,16 @@ def run_error_vs_dim(
             sigma=float(P.sigma),
             noise_mean=float(P.noise_mean),
         )
-        ols = _ols(X, y)
-        fit = _dpgd(X, y, P, rng=rng)
+        # one run: the Gram kernel, whose X'X and row norms serve OLS and AdaSSP's bound
+        kernel = GramRowGradient(X, y, float(P.clip_scale) * math.sqrt(p))
+        ols = _ols(X, y, kernel.gram, kernel.moment)
+        fit = _dpgd(X, y, P, rng=rng, kernel=kernel)
         ada = fit_adassp(
             X,
             y,
             budget=ApproxDP(eps, delta),
             rng=rng,
-            bound_X=float(np.linalg.norm(X, axis=1).max()),
+            bound_X=float(kernel.norms.max()),
             bound_y=float(np.abs(y).max()),
             failure_prob=float(P.adassp_failure_prob),
             mechanism=P.adassp_mechanism,
@@ -465,6 +488,7 @@ def run_cost_of_privacy(
     del data
     P = _params(BrownCostOfPrivacyParams, cell)
     n, p = int(P.n), int(P.p)
+    _preload_compiled(trials * n * (p + 1))
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
@@ -476,10 +500,12 @@ def run_cost_of_privacy(
             sigma=float(P.sigma),
             noise_mean=float(P.noise_mean),
         )
-        gram = X.T @ X  # formed once for OLS and the noiseless path (same values)
-        ols = _ols(X, y, gram)
-        # one run on a large design: the Gram kernel (one product over the rows per step)
-        fit = _dpgd(X, y, P, rng=rng, kernel="gram")
+        # one run on a large design: the Gram kernel (one product over the rows per
+        # step), whose X'X is formed once for it, OLS and the noiseless path
+        kernel = GramRowGradient(X, y, float(P.clip_scale) * math.sqrt(p))
+        gram = kernel.gram
+        ols = _ols(X, y, gram, kernel.moment)
+        fit = _dpgd(X, y, P, rng=rng, kernel=kernel)
         gd = _noiseless_gd(
             X, ols, T=int(fit.diagnostics["T"]), step=fit.diagnostics["step"], gram=gram
         )
@@ -769,6 +795,7 @@ def run_ci(
             trials=trials,
             T=N,
             return_path=True,
+            kernel="fused",
         )
         clip = fit.nonprivate_diagnostics["clip_fraction"].mean(axis=1)
         for method in ("checkpoints", "batched_means"):
@@ -786,6 +813,7 @@ def run_ci(
             T=T,
             return_path=True,
             accounting_steps=m * T,
+            kernel="fused",
         )
         paths = fit.path.reshape(trials, m, T + 1, p)
         ci = intervals_from_runs(paths, burn_in=burn_in, alpha=alpha, run_estimate=run_estimate)
