@@ -269,6 +269,25 @@ def test_wishart_sampler_has_the_wishart_moments():
     assert np.all(np.abs(W.var(0, ddof=1) - var) < 4.5 * math.sqrt(11 / m) * var)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_wishart_draws_numpys_normals_compiled_or_not(compiled, monkeypatch):
+    """The Wishart's normals by numba's fill (once numba is loaded) or by numpy: same bits."""
+    monkeypatch.setattr(boot, "_compiled_normals", lambda: compiled)
+    F = np.random.default_rng(0).standard_normal((2, 7, 4, 4))
+    rng = np.random.default_rng(11)
+    W = boot._wishart(F, 9, rng)
+    ref = np.random.default_rng(11)
+    B = np.zeros((2, 7, 4, 4))
+    idx = np.arange(4)
+    B[..., idx, idx] = np.sqrt(ref.chisquare(np.broadcast_to(9.0 - idx, (2, 7, 4))))
+    rows, cols = np.tril_indices(4, -1)
+    B[..., rows, cols] = ref.standard_normal((2, 7, rows.size))
+    FB = F @ B
+    expected = FB @ np.swapaxes(FB, -1, -2)
+    np.testing.assert_array_equal(W, 0.5 * (expected + np.swapaxes(expected, -1, -2)))
+    assert rng.standard_normal() == ref.standard_normal()
+
+
 def test_population_replicates_add_the_sampling_spread_of_ols():
     # With the mechanism noise made negligible (epsilon huge), AdaSSP is OLS and the
     # population bootstrap reduces to OLS's fixed-design law N(theta, sigma^2 (X'X)^-1).

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from dpreg.data.datasets import Dataset
+from dpreg.data.synthetic import _standard_normal
 
 __all__ = [
     "COVARIANCES",
@@ -159,10 +160,11 @@ def load_regime_split(
         rotation, r = np.linalg.qr(rng.standard_normal((d, d)))
         rotation *= np.sign(np.diag(r))
     m = n + n_test
-    X = rng.standard_normal((m, d)) * scales
+    # numpy's normals, compiled once numba is loaded (the same values and generator state)
+    X = _standard_normal(rng, (m, d)) * scales
     if rotation is not None:
         X = X @ rotation.T
-    e = rng.standard_normal(m)
+    e = _standard_normal(rng, (m,))
     if noise == "student_t3":
         e = rng.standard_t(3, size=m) / math.sqrt(3.0)
     y = X @ theta + sigma * e

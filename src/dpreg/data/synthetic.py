@@ -475,13 +475,14 @@ def sample_iv_batch(
     Theta, Phi = truth["Theta"], truth["Phi"]
     q, p = Theta.shape[-2:]
     r = Phi.shape[-2]
-    Z = rng.standard_normal((trials, n, q))
-    U = rng.standard_normal((trials, n, r))
-    X = Z @ Theta + U @ Phi + sigma_x * rng.standard_normal((trials, n, p))
+    # numpy's normals, compiled for large draws (the same values and generator state)
+    Z = _standard_normal(rng, (trials, n, q))
+    U = _standard_normal(rng, (trials, n, r))
+    X = Z @ Theta + U @ Phi + sigma_x * _standard_normal(rng, (trials, n, p))
     y = (
         (X @ truth["beta"][..., None])[..., 0]
         + (U @ truth["phi"][..., None])[..., 0]
-        + sigma_y * rng.standard_normal((trials, n))
+        + sigma_y * _standard_normal(rng, (trials, n))
     )
     return Z, X, y
 

@@ -105,6 +105,11 @@ _BLOCK_ELEMENTS = 1 << 16
 # Batched data are trial-major: a block of rows is a strided slice of every trial's data,
 # which costs more than it saves, so blocks there only bound the temporaries' memory.
 _BLOCK_ELEMENTS_BATCHED = 1 << 22
+# Batched blocks whose per-trial products reach this many multiply-adds (rows x q x p) are
+# evaluated one trial at a time (:func:`_batched_block_per_trial`): the same calls on each
+# trial's slice, so the same bits, with one trial's temporaries in cache instead of the
+# whole block's (p = q = 50, n = 8000, 50 trials: 0.21 -> 0.15 s per step; issue 18).
+_PER_TRIAL_MIN_WORK = 1 << 16
 
 
 # ----------------------------------------------------------------------------- defaults
@@ -421,8 +426,16 @@ def _stage_gradients(
         rows_per_block = max(1, block // (trials * p))
         if d.shared:
             Theta_cols = Theta.transpose(1, 0, 2).reshape(q, trials * p)  # (q, trials * p)
+        per_trial = not d.shared and min(rows_per_block, n) * q * p >= _PER_TRIAL_MIN_WORK
         for start in range(0, n, rows_per_block):
             rows = slice(start, min(start + rows_per_block, n))
+            if per_trial:
+                for k in range(trials):
+                    _batched_block_per_trial(
+                        d, k, rows, Theta[k], v[k], clip_theta if do1 else None,
+                        clip_beta if do2 else None, G1, S2, count1, count2,
+                    )  # fmt: skip
+                continue
             if d.shared:
                 Zb = d.Z[rows]  # (m, q); work arrays are (m, trials[, p])
                 m = Zb.shape[0]
@@ -465,6 +478,50 @@ def _stage_gradients(
         S2 = (d.ZtZ @ v[..., None])[..., 0] - d.Zty
     G2 = (np.swapaxes(Theta, 1, 2) @ S2[..., None])[..., 0]  # Theta' sum_i f_i e_i z_i
     return G1 / n, G2 / n, count1 / n, count2 / n
+
+
+def _batched_block_per_trial(
+    d: _Design,
+    k: int,
+    rows: slice,
+    Theta: np.ndarray,
+    v: np.ndarray,
+    clip_theta: float | None,
+    clip_beta: float | None,
+    G1: np.ndarray | None,
+    S2: np.ndarray | None,
+    count1: np.ndarray,
+    count2: np.ndarray,
+) -> None:
+    """One block of batched rows of :func:`_stage_gradients` for trial ``k`` alone.
+
+    The batched branch's operations on trial ``k``'s slices, with the shapes each slice of
+    its stacked calls has (``Zb @ Theta`` as (m, q) @ (q, p), ``e`` as (m, q) @ (q, 1),
+    the sums as (q, m) @ (m, p) and (q, m) @ (m, 1)), so numpy runs the same kernels on
+    the same operands: the same bits (``tests/unit/test_iv_per_trial_blocks.py``). A
+    ``None`` threshold: that stage is not clipped (its sum comes from the statistics).
+    """
+    Zb = d.Z[k, rows]  # (m, q)
+    W = Zb @ Theta  # (m, p)
+    if clip_beta is not None:
+        w_norm = _norm_last(W)  # ||Theta' z_i||
+    if clip_theta is not None:
+        R = np.subtract(W, d.X[k, rows], out=W)
+        a1 = _norm_last(R)
+        a1 *= d.zn[k, rows]  # ||z_i|| ||r_i||
+        f1, c1 = _clip_factors(a1, clip_theta, 0)
+        count1[k] += c1
+        R *= f1[..., None]
+        G1[k] += Zb.T @ R
+    if clip_beta is not None:
+        e = (Zb @ v[:, None])[:, 0]
+        e -= d.y[k, rows]
+        a2 = np.abs(e)
+        a2 *= w_norm  # ||w_i|| |e_i|
+        f2, c2 = _clip_factors(a2, clip_beta, 0)
+        count2[k] += c2
+        e *= f2
+        S2[k] += (Zb.T @ e[:, None])[:, 0]
 
 
 def clipped_gradient_means(

@@ -44,6 +44,7 @@ regime.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -329,6 +330,24 @@ def _psd(S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (V * w[..., None, :]) @ np.swapaxes(V, -1, -2), w, V
 
 
+def _compiled_normals() -> bool:
+    """Whether numba is loaded (then its fill of numpy's normals costs nothing to start)."""
+    return "numba" in sys.modules
+
+
+def _standard_normals(rng: np.random.Generator, out: np.ndarray) -> np.ndarray:
+    """``rng.standard_normal(out=out)``, compiled once numba is loaded.
+
+    :func:`dpreg.data.normal_kernel.standard_normal_fill`: the same values and generator
+    state, about 3x faster per draw (tested equal in ``tests/unit/test_bootstrap_ci.py``).
+    """
+    if _compiled_normals():
+        from dpreg.data.normal_kernel import standard_normal_fill
+
+        return standard_normal_fill(rng, out)
+    return rng.standard_normal(out=out)
+
+
 def _wishart(F: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     r"""Draw :math:`\mathrm{Wishart}_p(k, FF^\top)` for every leading index (Bartlett).
 
@@ -341,7 +360,7 @@ def _wishart(F: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     idx = np.arange(p)
     B[..., idx, idx] = np.sqrt(rng.chisquare(np.broadcast_to(k - idx, (*lead, p)).astype(float)))
     rows, cols = np.tril_indices(p, -1)
-    B[..., rows, cols] = rng.standard_normal((*lead, rows.size))
+    B[..., rows, cols] = _standard_normals(rng, np.empty((*lead, rows.size)))
     FB = F @ B
     W = FB @ np.swapaxes(FB, -1, -2)
     return 0.5 * (W + np.swapaxes(W, -1, -2))
