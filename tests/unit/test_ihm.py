@@ -636,3 +636,17 @@ def test_data_quantities_cached_per_data_set_give_the_same_fits():
     assert len(ihm_module._DATA_CACHE) == 2
     ihm_module._DATA_CACHE.clear()
     np.testing.assert_array_equal(fit().theta, fresh.theta)
+
+
+def test_kernel_served_by_a_shared_digest_is_the_same_kernel():
+    """IHM hands the kernel cache the digest of its rows it has already computed."""
+    from dpreg.estimators.dpgd import _KERNEL_CACHE, _digest, clipped_gradient_kernel
+
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(80, 3)) / 3.0, rng.normal(size=80)
+    kernel = clipped_gradient_kernel(X, y, 1.0, clip_mode="residual")
+    shared = clipped_gradient_kernel(X, y, 1.0, clip_mode="residual", x_digest=_digest(X))
+    assert shared is kernel
+    other = clipped_gradient_kernel(X, y, 1.0, clip_mode="residual", x_digest=_digest(2 * X))
+    assert other is not kernel  # the key is the digest given
+    _KERNEL_CACHE.clear()  # drop the entry keyed by another array's digest

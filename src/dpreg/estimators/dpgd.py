@@ -529,6 +529,7 @@ def clipped_gradient_kernel(
     clip_mode: str = "gradient",
     metric: str = "design",
     screen: bool = False,
+    x_digest: bytes | None = None,
 ) -> ClippedGradientKernel:
     r"""Return a :class:`ClippedGradientKernel` for ``(X, y, clip)``, built once and reused.
 
@@ -550,6 +551,10 @@ def clipped_gradient_kernel(
     metric : {"design", "euclidean"}, default "design"
     screen : bool, default False
         As for :class:`ClippedGradientKernel`.
+    x_digest : bytes, optional
+        The sha256 of ``X``'s values as the key takes it (``_digest(X)``), when the caller
+        has computed it already (IHM keys its own data cache by it); computed here
+        otherwise.
 
     Returns
     -------
@@ -567,7 +572,8 @@ def clipped_gradient_kernel(
     False
     """
     build = ClippedGradientKernel  # in the key: a replaced class (a test's) builds anew
-    key = (build, X.shape, _digest(X), _digest(y), float(clip), clip_mode, metric, bool(screen))
+    x_key = _digest(X) if x_digest is None else x_digest
+    key = (build, X.shape, x_key, _digest(y), float(clip), clip_mode, metric, bool(screen))
     kernel = _KERNEL_CACHE.get(key)
     if kernel is None:
         kernel = build(X, y, clip, clip_mode=clip_mode, metric=metric, screen=screen)

@@ -425,15 +425,16 @@ _DATA_CACHE_SIZE = 2
 _DATA_CACHE: OrderedDict[tuple, tuple[GramFactor, float]] = OrderedDict()
 
 
-def _data_quantities(Xn: np.ndarray) -> tuple[GramFactor, float]:
+def _data_quantities(Xn: np.ndarray, digest: bytes) -> tuple[GramFactor, float]:
     """Return the Gram factor and smallest eigenvalue of ``Xn' Xn``, once per data set.
 
     Pure functions of the rows (no noise, no budget): every epsilon, variant and seed
     block of a study fits the same rows, so the last two results are kept, keyed by the
     sha256 of the values (as :func:`~dpreg.estimators.dpgd.clipped_gradient_kernel`); a
     hit returns the arrays of the first computation (the same bits as a fresh one).
+    ``digest`` is ``_digest(Xn)`` (shared with the kernel's key).
     """
-    key = (Xn.shape, _digest(Xn))
+    key = (Xn.shape, digest)
     hit = _DATA_CACHE.get(key)
     if hit is None:
         gram = Xn.T @ Xn
@@ -659,10 +660,11 @@ def fit_ihm(
         cal = _override_gamma(cal, gamma, epsilon=epsilon, delta=delta, clip=clip)
 
     Xn = X / bound_X  # C_X = 1 (§1); theta' = C_X theta
-    factor, lambda_min = _data_quantities(Xn)
+    digest = _digest(Xn)  # the rows' key, for the data cache and the kernel's
+    factor, lambda_min = _data_quantities(Xn, digest)
     factor = factor if sampler == "gram" else None
     fast = (
-        clipped_gradient_kernel(Xn, y, clip, clip_mode="residual", screen=True)
+        clipped_gradient_kernel(Xn, y, clip, clip_mode="residual", screen=True, x_digest=digest)
         if kernel == "fast"
         else None
     )
