@@ -277,13 +277,17 @@ def _bartlett_blas(
     trials, p = diagonal.shape
     out = np.empty((trials, p, p))
     B = np.zeros((p, p), order="F")  # lower triangular Bartlett factor, refilled per trial
+    flat = B.reshape(-1, order="F")  # a view: entry (i, j) at i + j p
     rows, cols = np.tril_indices(p, -1)  # the order of ``below`` (row by row)
-    idx = np.arange(p)
+    below_at = rows + cols * p
+    diag_at = np.arange(p) * (p + 1)
     VT = np.asarray(factor.eigenvectors.T, order="F")
+    LT = np.empty((p, p), order="F")
+    idx = np.arange(p)
     for t in range(trials):
-        B[rows, cols] = below[t]
-        B[idx, idx] = diagonal[t]
-        LT = VT * np.sqrt(factor.eigenvalues + var[t])[:, None]  # L' = diag(s) V'
+        flat[below_at] = below[t]
+        flat[diag_at] = diagonal[t]
+        np.multiply(VT, np.sqrt(factor.eigenvalues + var[t])[:, None], out=LT)  # L' = diag(s) V'
         C = dtrmm(1.0, B, LT, side=0, lower=1, trans_a=1)  # B' L' = (L B)'
         G = dsyrk(1.0, C, trans=1, lower=1)  # C' C in the lower half, zeros above
         o = out[t]
