@@ -84,14 +84,17 @@ def test_grid_block_fits_ols_once_with_the_per_pair_values(monkeypatch):
 
 
 def test_scores_equal_the_former_expressions():
-    """The residuals made in place give the former ``y - theta X'`` scores bit for bit."""
+    """The residuals made in place (``scoring="rows"``, the reference of the Gram score,
+    ``tests/unit/test_eps_grid_scoring.py``) give the former ``y - theta X'`` scores bit
+    for bit."""
     from dpreg.estimators import get_estimator
     from dpreg.privacy.budgets import ApproxDP
 
     data = _data()
     runs = run_eps_cell(
-        data.X, data.y, estimator="adassp", epsilon=1.0, delta=1e-5, trials=6, seed=4
-    )
+        data.X, data.y, estimator="adassp", epsilon=1.0, delta=1e-5, trials=6, seed=4,
+        scoring="rows",
+    )  # fmt: skip
     fit = get_estimator("adassp")(
         data.X, data.y, budget=ApproxDP(1.0, 1e-5), rng=np.random.default_rng([4, 0]), trials=6,
         bound_X=1.0, bound_y=1.0,

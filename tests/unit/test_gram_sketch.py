@@ -169,7 +169,10 @@ def test_per_trial_sketch_sizes(method):
     rank=st.integers(0, 30),
     log_eta=st.floats(-8.0, 2.0),
 )
-def test_compiled_bartlett_product_equals_the_numpy_reference(seed, p, trials, rank, log_eta):
+@pytest.mark.parametrize("kernel", ["numba", "blas"])
+def test_compiled_bartlett_product_equals_the_numpy_reference(
+    kernel, seed, p, trials, rank, log_eta
+):
     # Same draws (the generator ends in the same state), same matrices to round-off, and
     # exactly symmetric; singular Gram matrices and per-trial sketch sizes included.
     rng = np.random.default_rng(seed)
@@ -179,7 +182,7 @@ def test_compiled_bartlett_product_equals_the_numpy_reference(seed, p, trials, r
     etas = 10.0 ** (log_eta + rng.uniform(-1, 1, size=trials))
     ks = rng.integers(p, 6 * p + 2, size=trials)
     rng_fast, rng_ref = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
-    fast = sample_sketch_gram(f, etas, ks, rng_fast, kernel="numba")
+    fast = sample_sketch_gram(f, etas, ks, rng_fast, kernel=kernel)
     ref = sample_sketch_gram(f, etas, ks, rng_ref, kernel="numpy")
     assert rng_fast.bit_generator.state == rng_ref.bit_generator.state
     np.testing.assert_array_equal(fast, fast.transpose(0, 2, 1))
@@ -192,10 +195,10 @@ def test_compiled_bartlett_product_equals_the_numpy_reference(seed, p, trials, r
 def test_unknown_bartlett_kernel_is_refused():
     f = gram_factor(_matrix())
     with pytest.raises(ValueError, match="kernel"):
-        sample_sketch_gram(f, np.ones(2), 5, np.random.default_rng(0), kernel="blas")
+        sample_sketch_gram(f, np.ones(2), 5, np.random.default_rng(0), kernel="lapack")
 
 
-@pytest.mark.parametrize("kernel", ["numba", "numpy"])
+@pytest.mark.parametrize("kernel", ["numba", "blas", "numpy"])
 def test_bartlett_normals_drawn_compiled_equal_numpys(kernel, monkeypatch):
     """The strictly-lower Bartlett entries come from the compiled normal fill: the same
     values and generator state as numpy's own draw, so the same Gram samples bit for bit."""
@@ -211,3 +214,22 @@ def test_bartlett_normals_drawn_compiled_equal_numpys(kernel, monkeypatch):
         out.append((gs.sample_sketch_gram(factor, 0.3, 12, rng, kernel=kernel), rng.random()))
     np.testing.assert_array_equal(out[0][0], out[1][0])
     assert out[0][1] == out[1][1]
+
+
+def test_auto_takes_blas_from_its_dimension_with_the_same_draws(monkeypatch):
+    """``kernel="auto"`` switches to BLAS at ``BLAS_MIN_DIM`` columns: same draws and the
+    same matrices as the forced kernel, bit for bit."""
+    import dpreg.estimators.gram_sketch as gs
+
+    factor = gs.gram_factor(np.random.default_rng(3).standard_normal((30, 6)))
+    monkeypatch.setattr(gs, "BLAS_MIN_DIM", 6)
+    auto = gs.sample_sketch_gram(factor, np.full(3, 0.5), 40, np.random.default_rng(2))
+    blas = gs.sample_sketch_gram(
+        factor, np.full(3, 0.5), 40, np.random.default_rng(2), kernel="blas"
+    )
+    np.testing.assert_array_equal(auto, blas)
+    monkeypatch.setattr(gs, "BLAS_MIN_DIM", 7)
+    numpy = gs.sample_sketch_gram(factor, np.full(3, 0.5), 40, np.random.default_rng(2))
+    np.testing.assert_allclose(
+        numpy, blas, rtol=0, atol=48 * np.finfo(float).eps * np.abs(blas).max()
+    )

@@ -606,3 +606,47 @@ def test_fast_kernel_equals_the_row_pass_and_is_reused(epsilon):
         assert pairs["shared"] == X.shape[0] * 39  # theta_0 = 0 in every trial
     clip = rows.nonprivate_diagnostics["clip_fraction"]
     assert 0 < clip.max() < 1  # clipping happens, not everywhere
+
+
+def test_data_quantities_cached_per_data_set_give_the_same_fits():
+    """The Gram factor and smallest eigenvalue are computed once per data set (issue 18):
+    fits served from the cache equal fits computed afresh, bit for bit."""
+    import dpreg.estimators.ihm as ihm_module
+
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, size=(300, 4)) / 2.0
+    y = np.clip(X @ np.array([0.5, -0.2, 0.1, 0.3]) + 0.1 * rng.normal(size=300), -1, 1)
+    budget = ApproxDP(1.0, 1e-6)
+
+    def fit():
+        return fit_ihm(X, y, budget=budget, rng=np.random.default_rng(8), trials=5)
+
+    ihm_module._DATA_CACHE.clear()
+    fresh = fit()
+    assert len(ihm_module._DATA_CACHE) == 1
+    (cached_entry,) = ihm_module._DATA_CACHE.values()
+    again = fit()  # served from the cache
+    assert next(iter(ihm_module._DATA_CACHE.values())) is cached_entry
+    np.testing.assert_array_equal(fresh.theta, again.theta)
+    np.testing.assert_array_equal(fresh.diagnostics["eta2"], again.diagnostics["eta2"])
+    # other rows get their own entry (a control that the key sees the data)
+    X2 = X.copy()
+    X2[0, 0] *= 0.5
+    fit_ihm(X2, y, budget=budget, rng=np.random.default_rng(8), trials=5)
+    assert len(ihm_module._DATA_CACHE) == 2
+    ihm_module._DATA_CACHE.clear()
+    np.testing.assert_array_equal(fit().theta, fresh.theta)
+
+
+def test_kernel_served_by_a_shared_digest_is_the_same_kernel():
+    """IHM hands the kernel cache the digest of its rows it has already computed."""
+    from dpreg.estimators.dpgd import _KERNEL_CACHE, _digest, clipped_gradient_kernel
+
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(80, 3)) / 3.0, rng.normal(size=80)
+    kernel = clipped_gradient_kernel(X, y, 1.0, clip_mode="residual")
+    shared = clipped_gradient_kernel(X, y, 1.0, clip_mode="residual", x_digest=_digest(X))
+    assert shared is kernel
+    other = clipped_gradient_kernel(X, y, 1.0, clip_mode="residual", x_digest=_digest(2 * X))
+    assert other is not kernel  # the key is the digest given
+    _KERNEL_CACHE.clear()  # drop the entry keyed by another array's digest

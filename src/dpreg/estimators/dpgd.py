@@ -667,6 +667,7 @@ def clipped_gradient_kernel(
     metric: str = "design",
     screen: bool = False,
     fused: bool = False,
+    x_digest: bytes | None = None,
 ) -> ClippedGradientKernel:
     r"""Return a :class:`ClippedGradientKernel` for ``(X, y, clip)``, built once and reused.
 
@@ -688,6 +689,10 @@ def clipped_gradient_kernel(
     metric : {"design", "euclidean"}, default "design"
     screen, fused : bool, default False
         As for :class:`ClippedGradientKernel`.
+    x_digest : bytes, optional
+        The sha256 of ``X``'s values as the key takes it (``_digest(X)``), when the caller
+        has computed it already (IHM keys its own data cache by it); computed here
+        otherwise.
 
     Returns
     -------
@@ -705,8 +710,9 @@ def clipped_gradient_kernel(
     False
     """
     build = ClippedGradientKernel  # in the key: a replaced class (a test's) builds anew
+    x_key = _digest(X) if x_digest is None else x_digest
     key = (
-        build, X.shape, _digest(X), _digest(y), float(clip), clip_mode, metric, bool(screen),
+        build, X.shape, x_key, _digest(y), float(clip), clip_mode, metric, bool(screen),
         bool(fused),
     )  # fmt: skip
     kernel = _KERNEL_CACHE.get(key)

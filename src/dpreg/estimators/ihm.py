@@ -27,14 +27,20 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpreg._validation import check_bounded_design, check_choice, check_positive, check_probability
 from dpreg.estimators._linalg import solve_symmetric_batch
-from dpreg.estimators.dpgd import clipped_gradient_kernel
-from dpreg.estimators.gram_sketch import direct_sketch_gram, gram_factor, sample_sketch_gram
+from dpreg.estimators.dpgd import _digest, clipped_gradient_kernel
+from dpreg.estimators.gram_sketch import (
+    GramFactor,
+    direct_sketch_gram,
+    gram_factor,
+    sample_sketch_gram,
+)
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
 from dpreg.privacy.mixing import mixing_epsilon, smallest_gamma
@@ -415,6 +421,33 @@ def _clipped_gradients(
     return grad, frac
 
 
+_DATA_CACHE_SIZE = 2
+_DATA_CACHE: OrderedDict[tuple, tuple[GramFactor, float]] = OrderedDict()
+
+
+def _data_quantities(Xn: np.ndarray, digest: bytes) -> tuple[GramFactor, float]:
+    """Return the Gram factor and smallest eigenvalue of ``Xn' Xn``, once per data set.
+
+    Pure functions of the rows (no noise, no budget): every epsilon, variant and seed
+    block of a study fits the same rows, so the last two results are kept, keyed by the
+    sha256 of the values (as :func:`~dpreg.estimators.dpgd.clipped_gradient_kernel`); a
+    hit returns the arrays of the first computation (the same bits as a fresh one).
+    ``digest`` is ``_digest(Xn)`` (shared with the kernel's key).
+    """
+    key = (Xn.shape, digest)
+    hit = _DATA_CACHE.get(key)
+    if hit is None:
+        gram = Xn.T @ Xn
+        gram = 0.5 * (gram + gram.T)
+        hit = (gram_factor(gram=gram), float(np.linalg.eigvalsh(gram)[0]))
+        _DATA_CACHE[key] = hit
+        while len(_DATA_CACHE) > _DATA_CACHE_SIZE:
+            _DATA_CACHE.popitem(last=False)
+    else:
+        _DATA_CACHE.move_to_end(key)
+    return hit
+
+
 def fit_ihm(
     X: np.ndarray,
     y: np.ndarray,
@@ -627,12 +660,11 @@ def fit_ihm(
         cal = _override_gamma(cal, gamma, epsilon=epsilon, delta=delta, clip=clip)
 
     Xn = X / bound_X  # C_X = 1 (§1); theta' = C_X theta
-    gram = Xn.T @ Xn
-    gram = 0.5 * (gram + gram.T)
-    factor = gram_factor(gram=gram) if sampler == "gram" else None
-    lambda_min = float(np.linalg.eigvalsh(gram)[0])
+    digest = _digest(Xn)  # the rows' key, for the data cache and the kernel's
+    factor, lambda_min = _data_quantities(Xn, digest)
+    factor = factor if sampler == "gram" else None
     fast = (
-        clipped_gradient_kernel(Xn, y, clip, clip_mode="residual", screen=True)
+        clipped_gradient_kernel(Xn, y, clip, clip_mode="residual", screen=True, x_digest=digest)
         if kernel == "fast"
         else None
     )

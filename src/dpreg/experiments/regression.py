@@ -50,6 +50,93 @@ def ols_fit(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(X, y, rcond=None)[0]
 
 
+@dataclass(frozen=True)
+class OlsReference:
+    r"""What scoring a fit against OLS needs from the rows, computed once per data set.
+
+    Attributes
+    ----------
+    theta : ndarray, shape (d,)
+        The least-squares fit :math:`\theta_{\rm ols}` (:func:`ols_fit`).
+    mse : float
+        Its train MSE :math:`\|r\|^2/n`, :math:`r = y - X\theta_{\rm ols}`.
+    factor : ndarray, shape (d, d)
+        :math:`R` of the thin QR factorisation :math:`X = QR` (Householder).
+    moment : ndarray, shape (d,)
+        :math:`Q^\top r` (zero up to rounding for OLS: kept so the score is exact
+        algebra for any reference point).
+    """
+
+    theta: np.ndarray
+    mse: float
+    factor: np.ndarray
+    moment: np.ndarray
+
+
+def ols_reference(
+    X: np.ndarray, y: np.ndarray, theta_ols: np.ndarray | None = None
+) -> OlsReference:
+    """Return the :class:`OlsReference` of ``(X, y)`` (one O(n d^2) QR factorisation).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ref = ols_reference(np.array([[1.0], [2.0]]), np.array([2.0, 5.0]))
+    >>> ref.theta.round(3), round(ref.mse, 3)
+    (array([2.4]), 0.1)
+    """
+    theta = ols_fit(X, y) if theta_ols is None else theta_ols
+    resid = y - X @ theta
+    n = X.shape[0]
+    Q, R = np.linalg.qr(X, mode="reduced")
+    return OlsReference(theta=theta, mse=float(resid @ resid) / n, factor=R, moment=Q.T @ resid)
+
+
+SCORINGS = ("qr", "rows")
+
+
+def train_mse(
+    theta: np.ndarray,
+    X: np.ndarray,
+    y: np.ndarray,
+    reference: OlsReference,
+    scoring: str = "qr",
+) -> np.ndarray:
+    r"""Train MSE :math:`\|y - X\theta_j\|^2/n` of each row of ``theta`` (trials, d).
+
+    ``"rows"`` (reference): the (trials, n) residuals, :math:`O(\text{trials}\,n d)`.
+    ``"qr"``: with :math:`\Delta_j = \theta_j - \theta_{\rm ols}`,
+    :math:`r = y - X\theta_{\rm ols}` and :math:`X = QR`, exactly
+    :math:`\|y - X\theta_j\|^2 = \|r\|^2 - 2(R\Delta_j)^\top Q^\top r +
+    \|R\Delta_j\|^2`, :math:`O(\text{trials}\,d^2)` from :class:`OlsReference`. The
+    two differ by rounding only: the first and last terms are non-negative and the middle
+    one is zero up to rounding, so nothing cancels; :math:`R` comes from a Householder QR
+    (backward stable in :math:`X`, not :math:`X^\top X`: a :math:`\Delta_j` far along a
+    near-null direction of :math:`X` is scored as accurately as by the residuals)
+    (``tests/unit/test_eps_grid_scoring.py``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.normal(size=(50, 3)), rng.normal(size=50)
+    >>> ref, theta = ols_reference(X, y), rng.normal(size=(4, 3))
+    >>> bool(np.allclose(train_mse(theta, X, y, ref), train_mse(theta, X, y, ref, "rows"),
+    ...                  rtol=1e-13, atol=0))
+    True
+    """
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}; got {scoring!r}")
+    n = X.shape[0]
+    if scoring == "rows":
+        residuals = theta @ X.T  # (trials, n), then y - X theta in place (same values)
+        np.subtract(y[None, :], residuals, out=residuals)
+        return np.einsum("ij,ij->i", residuals, residuals) / n
+    fitted = (theta - reference.theta[None, :]) @ reference.factor.T  # rows R Delta_j
+    quad = np.einsum("ij,ij->i", fitted, fitted)
+    return reference.mse + (quad - 2.0 * (fitted @ reference.moment)) / n
+
+
 def run_eps_cell(
     X: np.ndarray,
     y: np.ndarray,
@@ -67,6 +154,8 @@ def run_eps_cell(
     conversion: str = "tight",
     label: str | None = None,
     theta_ols: np.ndarray | None = None,
+    reference: OlsReference | None = None,
+    scoring: str = "qr",
 ) -> pd.DataFrame:
     """Run ``trials`` independent fits of a DP estimator and score them against OLS.
 
@@ -99,6 +188,13 @@ def run_eps_cell(
     theta_ols : ndarray, optional
         The least-squares fit of ``(X, y)`` (:func:`ols_fit`), when the caller scores
         several pairs on the same rows; default: computed here (the same values).
+    reference : OlsReference, optional
+        :func:`ols_reference` of ``(X, y)`` when the caller scores several pairs on the
+        same rows (overrides ``theta_ols``); default: computed here.
+    scoring : {"qr", "rows"}, default "qr"
+        How ``mse`` is computed (:func:`train_mse`): from the Gram matrix,
+        :math:`O(d^2)` per trial, or from the (trials, n) residuals (the reference; the
+        same values to rounding).
 
     Returns
     -------
@@ -124,14 +220,11 @@ def run_eps_cell(
         bound_y=bound_y,
         **dict(hyper or {}),
     )
-    if theta_ols is None:
-        theta_ols = ols_fit(X, y)
-    n = X.shape[0]
-    residuals = fit.theta @ X.T  # (trials, n), then y - X theta in place (same values)
-    np.subtract(y[None, :], residuals, out=residuals)
-    mse = np.einsum("ij,ij->i", residuals, residuals) / n
-    resid_ols = y - X @ theta_ols
-    mse_ols = float(resid_ols @ resid_ols) / n
+    if reference is None:
+        reference = ols_reference(X, y, theta_ols)
+    theta_ols = reference.theta
+    mse = train_mse(fit.theta, X, y, reference, scoring)
+    mse_ols = reference.mse
     columns = (
         {
             "trial": np.arange(first_trial, first_trial + trials, dtype=np.int64),
@@ -285,7 +378,7 @@ def run_eps_grid_cell(
     names = _registry_names(P)
     frames = []
     pairs = [(e, eps) for e in _as_list(P.estimator) for eps in _as_list(P.epsilon)]
-    theta_ols = ols_fit(data.X, data.y)  # once for every pair: the same rows
+    reference = ols_reference(data.X, data.y)  # once for every pair: the same rows
     for stream, (estimator, epsilon) in enumerate(pairs):
         runs = run_eps_cell(
             data.X,
@@ -302,7 +395,7 @@ def run_eps_grid_cell(
             bound_y=float(P.bound_y),
             conversion=cell["conversion"],
             label=str(estimator),
-            theta_ols=theta_ols,
+            reference=reference,
         )
         frames.append(runs)
     runs = pd.concat(frames, ignore_index=True)

@@ -457,6 +457,10 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
         X, base, z = X[0], base[0], z[0]
         if grid is not None:
             rows += _grid_rows(grid, X, base, z, w_star, lam, trial, seed)
+        if "adassp" in methods:  # AdaSSP's clipped design: bound_X does not depend on sigma
+            bx = adassp_bounds(d, lam, 0.0)[0]
+            norms = np.linalg.norm(X, axis=1)
+            Xc = X * np.minimum(1.0, bx / norms)[:, None]
         for sigma in spec["sigmas"]:
             y = base + sigma * z
             hp = hp_by_sigma[sigma]
@@ -484,9 +488,7 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
                             }
                         )
                 if "adassp" in methods:
-                    bx, by = adassp_bounds(d, lam, sigma)
-                    norms = np.linalg.norm(X, axis=1)
-                    Xc = X * np.minimum(1.0, bx / norms)[:, None]
+                    by = adassp_bounds(d, lam, sigma)[1]
                     yc = np.clip(y, -by, by)
                     fit = get_estimator("adassp")(
                         Xc, yc, budget=budget, rng=rng, bound_X=bx, bound_y=by
