@@ -148,3 +148,20 @@ def test_compiled_base_is_numpys_pairwise_sum_bit_for_bit(d, m, seed):
     np.testing.assert_array_equal(bs, (Xs * w).sum(axis=1))
     with pytest.raises(ValueError, match="w must"):
         counter_rows(seed, pos, np.ones(d), np.ones(d + 1))
+
+
+@pytest.mark.parametrize("scratch_pairs", [1, 19 * 5, 19 * 64])
+def test_rows_in_blocks_are_the_rows_of_one_block_bit_for_bit(monkeypatch, scratch_pairs):
+    """``counter_rows`` works through blocks of rows; any block size gives the same bits."""
+    d, rng = 37, np.random.default_rng(4)  # 19 pairs per row
+    pos = rng.integers(0, 2**40, 257)
+    sqrt_h, w = rng.uniform(0.1, 2.0, d), rng.normal(size=d)
+    one = counter_rows(9, pos, sqrt_h, w)  # default scratch: 431 rows, one block
+    monkeypatch.setattr(counter_kernel, "_SCRATCH_PAIRS", scratch_pairs)
+    many = counter_rows(9, pos, sqrt_h, w)
+    for a, b in zip(many, one, strict=True):
+        np.testing.assert_array_equal(a, b)
+    X, z = counter_rows(9, pos, sqrt_h)
+    np.testing.assert_array_equal(X, one[0])
+    np.testing.assert_array_equal(z, one[1])
+    assert counter_rows(9, pos[:0], sqrt_h, w)[0].shape == (0, d)
