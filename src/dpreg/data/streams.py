@@ -285,8 +285,9 @@ class CounterGaussianRows:
     different generator): same law, not paired with it.
 
     ``kernel``: ``"numba"`` computes the rows in compiled passes
-    (:mod:`dpreg.data.counter_kernel`, the same operations: bit-identical where numpy's
-    float64 cos/sin are libm's, else equal to round-off), ``"numpy"`` is the reference,
+    (:mod:`dpreg.data.counter_kernel`, the same operations but a cosine and sine pair
+    within one ulp of libm's: equal to round-off, relative difference below 1e-15),
+    ``"numpy"`` is the reference,
     ``"auto"`` (default) uses the compiled passes once numba is imported in the process or
     this object has produced :data:`AUTO_MIN_NORMALS` normals, numpy before (so small
     uses never pay numba's start-up of about 1 s).

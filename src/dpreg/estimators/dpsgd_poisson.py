@@ -174,9 +174,17 @@ def dp_sgd_poisson_runs(
         sampled per-example gradients that were clipped, (R,).
     """
     n = X.shape[0]
+    buf = np.empty((0, X.shape[1]), dtype=X.dtype)
 
     def gather(pos: np.ndarray):
-        return X[pos], base[pos], None if noise is None else noise[pos]
+        # into one reused buffer (the step reads it before the next call): a fresh copy
+        # per step was returned to the OS and faulted in again every step (issue 18)
+        nonlocal buf
+        if buf.shape[0] < pos.size:
+            buf = np.empty((pos.size + pos.size // 8, X.shape[1]), dtype=X.dtype)
+        # mode="clip": unbuffered (positions are in [0, n): the same rows)
+        Xb = np.take(X, pos, axis=0, out=buf[: pos.size], mode="clip")
+        return Xb, base[pos], None if noise is None else noise[pos]
 
     return dp_sgd_poisson_stream_runs(
         gather, n, X.shape[1], sigma=sigma, clip=clip, eta=eta,
@@ -244,12 +252,15 @@ def dp_sgd_poisson_stream_runs(
         kernel = "numba" if big or "numba" in sys.modules else "numpy"
     clip_lanes = _clip_kernel() if kernel == "numba" else None
     sig_c = np.ascontiguousarray(np.broadcast_to(sig, (R,)))
+    r_buf = np.empty((0, R))
     for t in range(steps):
         pos, mask = poisson_positions(n, q, 1, rng)
         pos = pos[0][mask[0]]
         Xb, base_b, noise_b = rows(pos)  # (M, d), (M,), (M,) or None
         if clip_lanes is not None:
-            r = Xb @ W  # (M, R)
+            if r_buf.shape[0] < pos.size:  # reused, as the rows of ``gather`` above
+                r_buf = np.empty((pos.size + pos.size // 8, R))
+            r = np.matmul(Xb, W, out=r_buf[: pos.size])  # (M, R), the product of Xb @ W
             xnorm = np.sqrt(np.einsum("md,md->m", Xb, Xb))
             has_noise = noise_b is not None
             noise_c = np.ascontiguousarray(noise_b) if has_noise else base_b
