@@ -60,6 +60,7 @@ from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactori
 from dpreg.estimators.ftrl_kernel import data_steps_compiled
 from dpreg.estimators.ftrl_noise import DIRECT_TAPS, correlated_noise
 from dpreg.estimators.ftrl_sim_kernel import sim_block
+from dpreg.estimators.normal32_kernel import normal32_fill
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.privacy.correlated import (
@@ -239,8 +240,10 @@ def simulate_streaming_regression(
     kernel : {"numba", "numpy"}
         :data:`SIM_KERNELS`: the step loop in compiled code
         (:func:`~dpreg.estimators.ftrl_sim_kernel.sim_block`, the default) or the numpy
-        loop (the reference). Same draws; the two agree to round-off (only the order of
-        the additions in the two sums over coordinates differs).
+        loop (the reference). Same draws (``"numba"`` also draws the float32 normals in
+        compiled code, :func:`~dpreg.estimators.normal32_kernel.normal32_fill`: numpy's
+        values and generator state, bit for bit); the two agree to round-off (only the
+        order of the additions in the two sums over coordinates differs).
 
     Returns
     -------
@@ -286,8 +289,11 @@ def simulate_streaming_regression(
     for first in range(0, trials, group):
         g = min(group, trials - first)
         # one float32 (T, g d) array: the draws, then (in place) the correlated noise
-        noise = rng.standard_normal((T, g * d), dtype=np.float32)
-        noise *= np.float32(eta * noise_std)
+        if kernel == "numba":  # numpy's draws and products, bit for bit, in compiled code
+            noise = normal32_fill(rng, np.empty((T, g * d), np.float32), eta * noise_std)
+        else:
+            noise = rng.standard_normal((T, g * d), dtype=np.float32)
+            noise *= np.float32(eta * noise_std)
         noise = correlated_noise(beta, noise, precision="single", out=noise).reshape(T, g, d)
         delta = np.full((g, d), initial_distance / math.sqrt(d))
         acc = np.zeros((g, d))
@@ -301,8 +307,8 @@ def simulate_streaming_regression(
         for block in range(0, T, _INPUT_BLOCK):
             stop = min(block + _INPUT_BLOCK, T)
             m = stop - block
-            z = rng.standard_normal(dtype=np.float32, out=z_buf[:m])
             if kernel == "numba":
+                z = normal32_fill(rng, z_buf[:m])
                 xi = sigma_sgd * rng.standard_normal((m, g)) if sigma_sgd > 0 else None
                 rec = sim_block(
                     z,
@@ -321,6 +327,7 @@ def simulate_streaming_regression(
                     record_every=record_every,
                 )
                 continue
+            z = rng.standard_normal(dtype=np.float32, out=z_buf[:m])
             X = np.multiply(z, sqrt_lam, out=X_buf[:m])
             X_eta = np.multiply(X, eta, out=X_eta_buf[:m])
             N = N_buf[:m]
