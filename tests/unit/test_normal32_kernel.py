@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from dpreg.estimators.ftrl import simulate_streaming_regression
 from dpreg.estimators.ftrl_correlations import independent, nu_ftrl
-from dpreg.estimators.normal32_kernel import normal32_fill
+from dpreg.estimators.ftrl_noise import correlated_noise, correlated_noise_rows
+from dpreg.estimators.normal32_kernel import normal32_fill, normal32_fill_columns
 
 _OTHER = (np.random.PCG64DXSM, np.random.Philox, np.random.SFC64)
 
@@ -82,3 +83,64 @@ def test_simulation_same_draws_as_numpy(corr):
     ref = simulate_streaming_regression(lam, rng=np.random.default_rng(4), kernel="numpy", **kw)
     np.testing.assert_allclose(fast.suboptimality, ref.suboptimality, rtol=1e-12)
     np.testing.assert_allclose(fast.trace, ref.trace, rtol=1e-12, atol=1e-300)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**63),
+    cols=st.integers(1, 9),
+    T=st.integers(0, 200),
+    before=st.integers(0, 3),
+    scale=st.one_of(st.none(), st.floats(-1e3, 1e3, allow_nan=False)),
+)
+def test_fill_columns_is_the_transpose_of_numpy(seed, cols, T, before, scale):
+    # blocks of 64 steps: T around and across the block edge, one column or several
+    ours, ref = np.random.default_rng(seed), np.random.default_rng(seed)
+    ours.standard_normal(before, dtype=np.float32)
+    ref.standard_normal(before, dtype=np.float32)
+    got = normal32_fill_columns(ours, np.empty((cols, T), np.float32), scale)
+    want = ref.standard_normal((T, cols), dtype=np.float32)
+    if scale is not None:
+        want *= np.float32(scale)
+    np.testing.assert_array_equal(got.view(np.uint32), want.T.view(np.uint32))
+    np.testing.assert_equal(ours.bit_generator.state, ref.bit_generator.state)
+
+
+def test_fill_columns_rejects_bad_arguments():
+    with pytest.raises(TypeError, match="rng"):
+        normal32_fill_columns(np.random.RandomState(0), np.empty((2, 3), np.float32))
+    with pytest.raises(ValueError, match="out_t"):
+        normal32_fill_columns(np.random.default_rng(0), np.empty((2, 3, 1), np.float32))
+    with pytest.raises(ValueError, match="out_t"):
+        normal32_fill_columns(np.random.default_rng(0), np.empty((3, 2), np.float32).T)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    T=st.integers(1, 300),
+    cols=st.integers(1, 40),
+    taps=st.integers(1, 300),
+    seed=st.integers(0, 2**32 - 1),
+    precision=st.sampled_from(["single", "double"]),
+    in_place=st.booleans(),
+)
+def test_rows_layout_equals_correlated_noise_bit_for_bit(T, cols, taps, seed, precision, in_place):
+    # time last (the simulation's layout) against time first (correlated_noise): the
+    # same transforms of the same series, so the same bits, on both the FFT and the
+    # direct path (taps <= DIRECT_TAPS)
+    rng = np.random.default_rng(seed)
+    beta = rng.standard_normal(taps)
+    dtype = np.float32 if precision == "single" else np.float64
+    w = rng.standard_normal((T, cols)).astype(dtype)
+    want = correlated_noise(beta, w, precision=precision)
+    w_t = np.ascontiguousarray(w.T)
+    got = correlated_noise_rows(beta, w_t, precision=precision, out=w_t if in_place else None)
+    assert (got is w_t) == in_place
+    np.testing.assert_array_equal(got.T, want)
+
+
+def test_rows_layout_rejects_bad_out():
+    with pytest.raises(ValueError, match="out"):
+        correlated_noise_rows([1.0, 0.5], np.ones((2, 4)), out=np.empty((4, 2)))
+    with pytest.raises(ValueError, match="w_t"):
+        correlated_noise_rows([1.0], np.float64(1.0))

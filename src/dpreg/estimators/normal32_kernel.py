@@ -28,11 +28,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["normal32_fill"]
+__all__ = ["normal32_fill", "normal32_fill_columns"]
 
 _MULT_HI = 0x2360ED051FC65DA4
 _MULT_LO = 0x4385DF649FCCF645
 _M64 = (1 << 64) - 1
+_STEPS = 64
 
 
 @cache
@@ -97,34 +98,49 @@ def _kernel() -> Any:
         return np.float32(_next32(st, buf) >> np.uint32(8)) * np.float32(1.0 / 16777216.0)
 
     @numba.njit(cache=True, nogil=True)
-    def fill(st, buf, flat, scale, use_scale, ki, wi, fi, nor_r, nor_inv_r):
-        for i in range(flat.shape[0]):
-            while True:
-                r = _next32(st, buf)
-                idx = r & np.uint32(0xFF)
-                sign = (r >> np.uint32(8)) & np.uint32(1)
-                rabs = (r >> np.uint32(9)) & np.uint32(0x0007FFFFF)
-                x = np.float32(np.float32(rabs) * wi[idx])
-                if sign:
-                    x = -x
-                if rabs < ki[idx]:
-                    break
-                if idx == 0:
+    def fill(st, buf, out_t, scale, use_scale, ki, wi, fi, nor_r, nor_inv_r, steps):
+        # draw i of the C order of out_t.T goes to out_t[i % cols, i // cols]: drawn
+        # `steps` time steps at a time into tmp (in draw order), then stored as `steps`
+        # consecutive numbers per column (a column's stores share cache lines and pages)
+        n_c, n_t = out_t.shape
+        tmp = np.empty((steps, n_c), dtype=np.float32)
+        for t0 in range(0, n_t, steps):
+            m = min(steps, n_t - t0)
+            for t in range(m):
+                for c in range(n_c):
                     while True:
-                        xx = -nor_inv_r * np.float32(math.log1p(-_next_float(st, buf)))
-                        yy = -np.float32(math.log1p(-_next_float(st, buf)))
-                        if np.float32(yy + yy) > np.float32(xx * xx):
-                            if (rabs >> np.uint32(8)) & np.uint32(1):
-                                x = -np.float32(nor_r + xx)
-                            else:
-                                x = np.float32(nor_r + xx)
+                        r = _next32(st, buf)
+                        idx = r & np.uint32(0xFF)
+                        sign = (r >> np.uint32(8)) & np.uint32(1)
+                        rabs = (r >> np.uint32(9)) & np.uint32(0x0007FFFFF)
+                        x = np.float32(np.float32(rabs) * wi[idx])
+                        if sign:
+                            x = -x
+                        if rabs < ki[idx]:
                             break
-                    break
-                u = _next_float(st, buf)
-                lhs = np.float32(np.float32((fi[idx - 1] - fi[idx]) * u) + fi[idx])
-                if np.float64(lhs) < math.exp(-0.5 * np.float64(x) * np.float64(x)):
-                    break
-            flat[i] = x * scale if use_scale else x
+                        if idx == 0:
+                            while True:
+                                xx = -nor_inv_r * np.float32(math.log1p(-_next_float(st, buf)))
+                                yy = -np.float32(math.log1p(-_next_float(st, buf)))
+                                if np.float32(yy + yy) > np.float32(xx * xx):
+                                    if (rabs >> np.uint32(8)) & np.uint32(1):
+                                        x = -np.float32(nor_r + xx)
+                                    else:
+                                        x = np.float32(nor_r + xx)
+                                    break
+                            break
+                        u = _next_float(st, buf)
+                        lhs = np.float32(np.float32((fi[idx - 1] - fi[idx]) * u) + fi[idx])
+                        if np.float64(lhs) < math.exp(-0.5 * np.float64(x) * np.float64(x)):
+                            break
+                    tmp[t, c] = x * scale if use_scale else x
+            if n_c == 1:
+                for t in range(m):
+                    out_t[0, t0 + t] = tmp[t, 0]
+            else:
+                for c in range(n_c):
+                    for t in range(m):
+                        out_t[c, t0 + t] = tmp[t, c]
 
     return fill
 
@@ -182,15 +198,75 @@ def normal32_fill(
         if scale is not None:
             out *= f32
         return out
-    if out.size == 0:
-        return out
+    if out.size:
+        _run(rng, out.reshape(1, -1), f32, scale is not None)
+    return out
+
+
+def normal32_fill_columns(
+    rng: np.random.Generator, out_t: np.ndarray, scale: float | None = None
+) -> np.ndarray:
+    r"""Fill ``out_t.T`` as :func:`normal32_fill` fills a C-contiguous array of its shape.
+
+    For a C-contiguous (columns, T) ``out_t``: the draws of
+    ``rng.standard_normal((T, columns), dtype=np.float32)`` (times ``np.float32(scale)``),
+    bit for bit and in the same order, stored transposed (time along the last axis, so
+    that each column's series is contiguous for an FFT along time); the generator's state
+    afterwards is numpy's.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The generator drawn from.
+    out_t : ndarray
+        C-contiguous 2-d float32 array (columns, T), overwritten.
+    scale : float, optional
+        Factor applied in float32 to every draw.
+
+    Returns
+    -------
+    ndarray
+        ``out_t``.
+
+    Raises
+    ------
+    TypeError
+        If ``rng`` is not a Generator.
+    ValueError
+        If ``out_t`` is not a C-contiguous 2-d float32 array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = normal32_fill_columns(np.random.default_rng(3), np.empty((3, 2), np.float32))
+    >>> b = np.random.default_rng(3).standard_normal((2, 3), dtype=np.float32)
+    >>> bool(np.array_equal(a, b.T))
+    True
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}")
+    ok = isinstance(out_t, np.ndarray) and out_t.dtype == np.float32 and out_t.ndim == 2
+    if not (ok and out_t.flags.c_contiguous):
+        raise ValueError("out_t must be a C-contiguous 2-d float32 ndarray")
+    f32 = np.float32(1.0 if scale is None else scale)
+    if not _native(rng):
+        out_t[...] = rng.standard_normal(out_t.shape[::-1], dtype=np.float32).T
+        if scale is not None:
+            out_t *= f32
+        return out_t
+    if out_t.size:
+        _run(rng, out_t, f32, scale is not None)
+    return out_t
+
+
+def _run(rng: np.random.Generator, out: np.ndarray, f32: Any, use: bool) -> None:
+    """Run a fill kernel on the PCG64 state of ``rng``, then write the state back."""
     state = rng.bit_generator.state
     s, inc = int(state["state"]["state"]), int(state["state"]["inc"])
     st = np.array([s >> 64, s & _M64, inc >> 64, inc & _M64], dtype=np.uint64)
     buf = np.array([state["has_uint32"], state["uinteger"]], dtype=np.uint64)
-    _kernel()(st, buf, out.reshape(-1), f32, scale is not None, *_tables())
+    _kernel()(st, buf, out, f32, use, *_tables(), _STEPS)
     state["state"]["state"] = (int(st[0]) << 64) | int(st[1])
     state["has_uint32"] = int(buf[0])
     state["uinteger"] = int(buf[1])
     rng.bit_generator.state = state
-    return out
