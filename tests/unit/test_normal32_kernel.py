@@ -144,3 +144,17 @@ def test_rows_layout_rejects_bad_out():
         correlated_noise_rows([1.0, 0.5], np.ones((2, 4)), out=np.empty((4, 2)))
     with pytest.raises(ValueError, match="w_t"):
         correlated_noise_rows([1.0], np.float64(1.0))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_unit_normals_are_numpys_draws(monkeypatch, compiled):
+    # both sides of the switch to the compiled fill: numpy's values and state
+    from dpreg.estimators import ftrl_noise
+
+    monkeypatch.setattr(ftrl_noise, "_COMPILED_DRAWS_AFTER", 0 if compiled else 1 << 62)
+    if not compiled:
+        monkeypatch.delitem(__import__("sys").modules, "numba", raising=False)
+    ours, ref = np.random.default_rng(8), np.random.default_rng(8)
+    got = ftrl_noise.unit_normals(ours, (300, 7))
+    np.testing.assert_array_equal(got, ref.standard_normal((300, 7)))
+    np.testing.assert_equal(ours.bit_generator.state, ref.bit_generator.state)

@@ -58,7 +58,12 @@ from dpreg.estimators.ftrl_correlations import (
 )
 from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
 from dpreg.estimators.ftrl_kernel import data_steps_compiled
-from dpreg.estimators.ftrl_noise import DIRECT_TAPS, correlated_noise, correlated_noise_rows
+from dpreg.estimators.ftrl_noise import (
+    DIRECT_TAPS,
+    correlated_noise,
+    correlated_noise_rows,
+    unit_normals,
+)
 from dpreg.estimators.ftrl_sim_kernel import sim_block
 from dpreg.estimators.normal32_kernel import normal32_fill, normal32_fill_columns
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
@@ -632,7 +637,7 @@ def stream_noise(
     """
     if isinstance(corr, _Factorization):
         return corr.noise(rng, columns)
-    w = rng.standard_normal((T, columns))
+    w = unit_normals(rng, (T, columns))
     return correlated_noise(corr.coefficients(T), w, out=w)
 
 
