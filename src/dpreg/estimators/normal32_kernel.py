@@ -13,9 +13,11 @@ double, so its stream drifts from numpy's (measured: one draw lost after about 1
 128/64) step and output, the buffered 32-bit halves (``has_uint32`` / ``uinteger``), and
 numpy's float32 ziggurat (``random_standard_normal_f``: 8-bit layer, sign bit, 23-bit
 magnitude, the tail by :math:`\log1p` in float32, the wedge test in double) with numpy's
-tables, inlined, then writes the state back. Same values in C order and the same
-generator state afterwards as ``rng.standard_normal(dtype=np.float32, out=out)``, bit for
-bit (``tests/unit/test_normal32_kernel.py``, against numpy, tails included); only a plain
+tables, inlined, then writes the state back (:func:`normal32_fill_columns` stores the
+same draws transposed, 64 time steps at a time, for an FFT along time). Same values in C
+order and the same generator state afterwards as
+``rng.standard_normal(dtype=np.float32, out=out)``, bit for bit
+(``tests/unit/test_normal32_kernel.py``, against numpy, tails included); only a plain
 :class:`numpy.random.Generator` on :class:`numpy.random.PCG64` is served here, anything
 else (a subclass, another bit generator) by numpy itself. numba is imported on first use
 (compilation is cached on disk).
