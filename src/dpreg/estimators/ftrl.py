@@ -58,8 +58,14 @@ from dpreg.estimators.ftrl_correlations import (
 )
 from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
 from dpreg.estimators.ftrl_kernel import data_steps_compiled
-from dpreg.estimators.ftrl_noise import DIRECT_TAPS, correlated_noise
+from dpreg.estimators.ftrl_noise import (
+    DIRECT_TAPS,
+    correlated_noise,
+    correlated_noise_rows,
+    unit_normals,
+)
 from dpreg.estimators.ftrl_sim_kernel import sim_block
+from dpreg.estimators.normal32_kernel import normal32_fill, normal32_fill_columns
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.privacy.correlated import (
@@ -239,8 +245,10 @@ def simulate_streaming_regression(
     kernel : {"numba", "numpy"}
         :data:`SIM_KERNELS`: the step loop in compiled code
         (:func:`~dpreg.estimators.ftrl_sim_kernel.sim_block`, the default) or the numpy
-        loop (the reference). Same draws; the two agree to round-off (only the order of
-        the additions in the two sums over coordinates differs).
+        loop (the reference). Same draws (``"numba"`` also draws the float32 normals in
+        compiled code, :func:`~dpreg.estimators.normal32_kernel.normal32_fill`: numpy's
+        values and generator state, bit for bit); the two agree to round-off (only the
+        order of the additions in the two sums over coordinates differs).
 
     Returns
     -------
@@ -281,14 +289,29 @@ def simulate_streaming_regression(
     n_tail = T - start_tail
     record_steps = np.arange(0, T, record_every)
     group = max(1, min(trials, int(max_noise_bytes // (4 * T * d))))
+    taps = np.flatnonzero(beta)
+    by_fft = taps.size > 0 and int(taps[-1]) + 1 > DIRECT_TAPS  # correlated_noise's FFT path
     subopt = np.empty(trials)
     trace = np.empty((trials, record_steps.size))
     for first in range(0, trials, group):
         g = min(group, trials - first)
         # one float32 (T, g d) array: the draws, then (in place) the correlated noise
-        noise = rng.standard_normal((T, g * d), dtype=np.float32)
-        noise *= np.float32(eta * noise_std)
-        noise = correlated_noise(beta, noise, precision="single", out=noise).reshape(T, g, d)
+        if kernel == "numba" and by_fft:
+            # numpy's draws and products, bit for bit, in compiled code, stored with time
+            # last (each series contiguous for its FFT); the loop reads the (T, g, d) view
+            noise_t = np.empty((g * d, T), np.float32)
+            normal32_fill_columns(rng, noise_t, eta * noise_std)
+            correlated_noise_rows(beta, noise_t, precision="single", out=noise_t)
+            noise = noise_t.reshape(g, d, T).transpose(2, 0, 1)
+            del noise_t
+        else:
+            if kernel == "numba":
+                noise = normal32_fill(rng, np.empty((T, g * d), np.float32), eta * noise_std)
+            else:
+                noise = rng.standard_normal((T, g * d), dtype=np.float32)
+                noise *= np.float32(eta * noise_std)
+            noise = correlated_noise(beta, noise, precision="single", out=noise)
+            noise = noise.reshape(T, g, d)
         delta = np.full((g, d), initial_distance / math.sqrt(d))
         acc = np.zeros((g, d))
         sq = np.empty((g, d))
@@ -301,8 +324,8 @@ def simulate_streaming_regression(
         for block in range(0, T, _INPUT_BLOCK):
             stop = min(block + _INPUT_BLOCK, T)
             m = stop - block
-            z = rng.standard_normal(dtype=np.float32, out=z_buf[:m])
             if kernel == "numba":
+                z = normal32_fill(rng, z_buf[:m])
                 xi = sigma_sgd * rng.standard_normal((m, g)) if sigma_sgd > 0 else None
                 rec = sim_block(
                     z,
@@ -321,6 +344,7 @@ def simulate_streaming_regression(
                     record_every=record_every,
                 )
                 continue
+            z = rng.standard_normal(dtype=np.float32, out=z_buf[:m])
             X = np.multiply(z, sqrt_lam, out=X_buf[:m])
             X_eta = np.multiply(X, eta, out=X_eta_buf[:m])
             N = N_buf[:m]
@@ -613,7 +637,7 @@ def stream_noise(
     """
     if isinstance(corr, _Factorization):
         return corr.noise(rng, columns)
-    w = rng.standard_normal((T, columns))
+    w = unit_normals(rng, (T, columns))
     return correlated_noise(corr.coefficients(T), w, out=w)
 
 

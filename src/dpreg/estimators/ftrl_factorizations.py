@@ -48,6 +48,7 @@ import numpy as np
 from dpreg.estimators.ftrl_correlations import (
     ToeplitzCorrelation,
 )
+from dpreg.estimators.ftrl_noise import unit_normals
 from dpreg.privacy.correlated import (
     multi_participation_sensitivity_sq,
     participation_patterns,
@@ -144,7 +145,7 @@ class MatrixFactorization(_MultiParticipation):
 
     def noise(self, rng: np.random.Generator, columns: int) -> np.ndarray:
         """Unit-variance correlated noise ``B z`` for ``columns`` coordinates, (T, columns)."""
-        z = rng.standard_normal((self.encoder.shape[0], columns))
+        z = unit_normals(rng, (self.encoder.shape[0], columns))  # numpy's draws, bit for bit
         return self.decoder @ z
 
 
@@ -469,7 +470,7 @@ class FFTFactorization(_MultiParticipation):
         (:math:`O(T\log T)` per column), then its first difference.
         """
         N = int(self.n_fft)
-        z = rng.standard_normal((N, columns))
+        z = unit_normals(rng, (N, columns))  # numpy's draws, bit for bit
         spec = np.fft.rfft(z, axis=0) * self._spectrum[: N // 2 + 1, None]
         prefix = np.fft.irfft(spec, n=N, axis=0)[: self.T]
         return np.diff(prefix, axis=0, prepend=0.0)

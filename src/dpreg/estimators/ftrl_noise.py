@@ -9,6 +9,8 @@ at once:
   the FFT axis, no transposed copies), or tap by tap in time blocks when :math:`\beta`
   has at most :data:`DIRECT_TAPS` leading non-zero coefficients; optionally in place
   (``out=w``), so that a simulation holds one ``(T, columns)`` array, not three;
+* :func:`correlated_noise_rows` -- the same with time along the last axis (each series
+  contiguous: whole rows are copied into the FFT buffer; the Fig. 2 simulation's layout);
 * :func:`correlated_noise_reference` -- the former implementation (column blocks
   transposed to make time contiguous, a zero-initialised output and full-size
   temporaries on the direct path), kept as the reference the fast path is tested
@@ -21,12 +23,21 @@ rows) and ``4096 * columns`` numbers on the direct path, whatever the number of 
 
 from __future__ import annotations
 
+import math
+import sys
+
 import numpy as np
 from scipy import fft as sp_fft
 
 from dpreg._validation import check_choice
 
-__all__ = ["DIRECT_TAPS", "correlated_noise", "correlated_noise_reference"]
+__all__ = [
+    "DIRECT_TAPS",
+    "correlated_noise",
+    "correlated_noise_reference",
+    "correlated_noise_rows",
+    "unit_normals",
+]
 
 DIRECT_TAPS = 8
 """Up to this many leading taps the convolution is summed directly instead of by FFT."""
@@ -153,6 +164,120 @@ def _fft(b: np.ndarray, flat: np.ndarray, res: np.ndarray, dtype: type) -> None:
         spec = sp_fft.rfft(block, n=n_fft, axis=0)
         spec *= b_hat
         res[:, start:stop] = sp_fft.irfft(spec, n=n_fft, axis=0, overwrite_x=True)[:T]
+
+
+#: Draws by numpy's own ``standard_normal`` until this many in the process (about the
+#: draws whose saving, ~6 ns each, pays for numba's one-time start of about 0.5-1 s).
+_COMPILED_DRAWS_AFTER = 1 << 26
+_drawn = [0]
+
+
+def unit_normals(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    r"""Return ``rng.standard_normal(shape)`` (float64), bit for bit, faster when large.
+
+    The noise :math:`z` of :func:`~dpreg.estimators.ftrl.stream_noise` and of a matrix
+    factorization's ``noise`` (Algorithm 1 of Choquette-Choo et al. 2023). Once the
+    process has drawn :data:`_COMPILED_DRAWS_AFTER` numbers this way (or numba is loaded
+    already), the draws go through
+    :func:`~dpreg.data.normal_kernel.standard_normal_fill` (numpy's ziggurat in compiled
+    code: the same values and generator state, about 3.5 instead of 9 ns a draw); below
+    that, numpy's method, so a small job does not pay numba's start.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = unit_normals(np.random.default_rng(2), (3, 2))
+    >>> bool(np.array_equal(a, np.random.default_rng(2).standard_normal((3, 2))))
+    True
+    """
+    size = math.prod(shape)
+    _drawn[0] += size
+    if _drawn[0] < _COMPILED_DRAWS_AFTER and "numba" not in sys.modules:
+        return rng.standard_normal(shape)
+    from dpreg.data.normal_kernel import standard_normal_fill
+
+    return standard_normal_fill(rng, np.empty(shape))
+
+
+def correlated_noise_rows(
+    beta: np.ndarray,
+    w_t: np.ndarray,
+    *,
+    precision: str = "double",
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    r""":func:`correlated_noise` with time along the **last** axis: ``w_t`` is ``w.T``.
+
+    Each column's series is then contiguous, so the FFT path copies whole rows into
+    its zero-padded buffer (up to 16 rows, about 32 MB) instead of gathering a few
+    numbers from every row of a ``(T, columns)`` array, which cost about a third of
+    the convolution at :math:`T = 512{,}000` (docs/scaling.md). Same transforms of the
+    same series: the values are those of ``correlated_noise(beta, w_t.T).T``, bit for
+    bit (tested).
+
+    Parameters
+    ----------
+    beta : ndarray, shape (T_beta,)
+        Decoder coefficients; only the first ``T`` are used (missing ones are 0).
+    w_t : ndarray, shape (..., T)
+        Independent noise, time along the last axis.
+    precision : {"double", "single"}
+        As in :func:`correlated_noise`.
+    out : ndarray, optional
+        C-contiguous array of the shape of ``w_t`` and the result's dtype; may be ``w_t``
+        itself (in place).
+
+    Returns
+    -------
+    ndarray, shape of ``w_t``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> correlated_noise_rows([1.0, 0.5], np.arange(1.0, 9.0).reshape(2, 4))
+    array([[ 1. ,  2.5,  4. ,  5.5],
+           [ 5. ,  8.5, 10. , 11.5]])
+    """
+    w_t = np.asarray(w_t)
+    if w_t.ndim == 0:
+        raise ValueError("w_t must have a time axis (its last)")
+    T = w_t.shape[-1]
+    dtype, b, _, nonzero, support = _prepare(beta, w_t.reshape(-1, T).T, precision)
+    flat_t = w_t.reshape(-1, T)
+    if out is None:
+        res_t = np.empty(flat_t.shape, dtype=dtype)
+    else:
+        if not (
+            isinstance(out, np.ndarray)
+            and out.shape == w_t.shape
+            and out.dtype == dtype
+            and out.flags.c_contiguous
+        ):
+            raise ValueError(
+                f"out must be a C-contiguous {np.dtype(dtype).name} array of shape {w_t.shape}"
+            )
+        res_t = out.reshape(flat_t.shape)
+    if support <= DIRECT_TAPS:
+        _direct(b, nonzero, flat_t.T, res_t.T, dtype)
+    else:
+        _fft_rows(b, flat_t, res_t, dtype)
+    return res_t.reshape(w_t.shape) if out is None else out
+
+
+def _fft_rows(b: np.ndarray, flat_t: np.ndarray, res_t: np.ndarray, dtype: type) -> None:
+    rows, T = flat_t.shape
+    n_fft = sp_fft.next_fast_len(2 * T - 1, real=True)
+    b_hat = sp_fft.rfft(b.astype(dtype), n=n_fft)
+    fit = _FFT_BUFFER_BYTES // (n_fft * np.dtype(dtype).itemsize)
+    width = max(1, min(_FFT_COLUMNS, fit, rows))
+    buf = np.zeros((width, n_fft), dtype=dtype)
+    for start in range(0, rows, width):
+        stop = min(start + width, rows)
+        block = buf[: stop - start]
+        block[:, :T] = flat_t[start:stop]
+        spec = sp_fft.rfft(block, n=n_fft, axis=-1)
+        spec *= b_hat
+        res_t[start:stop] = sp_fft.irfft(spec, n=n_fft, axis=-1, overwrite_x=True)[:, :T]
 
 
 def correlated_noise_reference(
