@@ -93,3 +93,26 @@ def test_stream_runs_compiled_clipping_is_bit_identical(with_noise, clip_scale):
         if clip_scale == 1e6
         else True
     )
+
+
+def test_kernel_reads_contiguous_rows_of_a_column_major_design(monkeypatch):
+    """A prepared table's X is column-major: the kernel gets a row-major copy, same values."""
+    import dpreg.estimators.dpsgd_poisson as mod
+
+    X, y = _data(400, 3)
+    X = np.asfortranarray(X)
+    seen = []
+    step = mod._step_kernel()
+
+    def recording(Xk, *args):
+        seen.append((Xk.flags.c_contiguous, np.array_equal(Xk, X)))
+        return step(Xk, *args)
+
+    monkeypatch.setattr(mod, "_step_kernel", lambda: recording)
+    kw = dict(budget=ApproxDP(1.0, 1e-6), trials=2, clip=1.0, eta=0.3, batch_size=40)
+    fast = fit_dp_sgd_poisson(
+        X, y, rng=np.random.default_rng(1), n_public=400, kernel="numba", **kw
+    )
+    ref = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(1), n_public=400, kernel="numpy", **kw)
+    assert seen and all(c and same for c, same in seen)
+    np.testing.assert_allclose(fast.theta, ref.theta, rtol=0, atol=1e-12)

@@ -377,11 +377,14 @@ def fit_dp_sgd_poisson(
     if kernel == "numba":
         step_kernel = _step_kernel()
         norms = np.sqrt(np.einsum("id,id->i", X, X))
+        # rows contiguous for the kernel (a prepared table's X is column-major: row i
+        # of it spans d cache lines); the same values, so the same sums (issue 18)
+        X_rows = np.ascontiguousarray(X)
     for t in range(steps):
         pos, mask = poisson_positions(n, q, trials, rng)
         if kernel == "numba":
             total = np.zeros((trials, d))
-            step_kernel(X, y, norms, pos, mask, W, clip, total, clipped, seen)
+            step_kernel(X_rows, y, norms, pos, mask, W, clip, total, clipped, seen)
         else:
             Xb = X[pos]  # (trials, M, d)
             r = np.einsum("kmd,kd->km", Xb, W) - y[pos]
