@@ -161,3 +161,20 @@ def test_materialise_equals_take(n, D, d, chunk, kernel, noise):
     assert seen == [chunk] * -(-n // chunk)
     with pytest.raises(ValueError, match="fresh"):
         src.materialise(1)
+
+
+@pytest.mark.parametrize("correlation", ["sgd", "nu_ftrl"])
+def test_ftrl_stream_noise_compiled_fill_is_numpys_draw(monkeypatch, correlation):
+    """DP-FTRL's stream noise: the compiled fill gives numpy's values and generator state."""
+    import dpreg.estimators.ftrl as ftrl
+
+    corr = ftrl._resolve_correlation(correlation, 0.05, 0.1)
+    out = {}
+    for name, threshold in (("compiled", 0), ("numpy", 10**12)):
+        monkeypatch.setattr(ftrl, "_FILL_MIN_DRAWS", threshold)
+        rng = np.random.default_rng(11)
+        noise = ftrl.stream_noise(corr, 37, 6, rng)
+        out[name] = (noise, rng.random(3))
+    np.testing.assert_array_equal(out["compiled"][0], out["numpy"][0])
+    np.testing.assert_array_equal(out["compiled"][1], out["numpy"][1])
+    assert out["compiled"][0].shape == (37, 6) and np.std(out["compiled"][0]) > 0.5
