@@ -18,7 +18,8 @@ products run side by side (four independent chains, each summed in the same orde
 the row-wise loop) and are added into the batch sum in the row order; with several
 epochs each trial's rows are first copied in its order into one contiguous buffer, so
 that the :math:`E` passes read memory sequentially instead of gathering rows at random
-(a copy of :math:`\lfloor n/b\rfloor b` rows per trial, the same values).
+(one buffer of :math:`\lfloor n/b\rfloor b` rows, at most the size of ``X``, refilled
+for each trial: the same values).
 """
 
 from __future__ import annotations
