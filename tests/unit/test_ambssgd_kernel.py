@@ -132,3 +132,26 @@ def test_auto_kernel_by_rows_read():
     n = AUTO_MIN_ROWS // 16
     large = PermutedRows(np.zeros((n, 1)), np.zeros(n), 16, np.random.default_rng(0))
     assert large.kernel == "numba"
+
+
+def test_kernels_read_contiguous_rows_of_a_column_major_design(monkeypatch):
+    """A prepared table's X is column-major: the kernels get one row-major copy, same values."""
+    n, d, sigma = 4000, 5, 0.1
+    X, y, _ = _data(n, d, sigma)
+    X = np.asfortranarray(X)
+    seen = []
+
+    def recording(Xk, *args):
+        seen.append((Xk.flags.c_contiguous, np.array_equal(Xk, X)))
+        return batch_gradient(Xk, *args)
+
+    monkeypatch.setattr(ambssgd_core, "batch_gradient", recording)
+    hp = paper_hyperparameters(
+        n, block_layout(n).b, H_eigenvalues=np.ones(d), w_star_H_norm=1.0, sigma=sigma
+    )
+    kw = dict(trials=3, x_norm_sq=hp.x_norm_sq, H_norm=1.0, budget=ApproxDP(1.0, 1e-6))
+    fast, ref = _fits(monkeypatch, fit_dp_ambssgd_fixedclip, X, y, fixed_clip=0.5, **kw)
+    assert seen and all(c and same for c, same in seen)
+    np.testing.assert_allclose(fast.theta, ref.theta, rtol=0, atol=1e-12)
+    rows = PermutedRows(X, y, 2, np.random.default_rng(0), kernel="numba")
+    assert rows.rows.flags.c_contiguous and np.array_equal(rows.rows, X)

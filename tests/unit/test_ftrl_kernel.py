@@ -24,7 +24,7 @@ from dpreg.estimators.ftrl import (
     fit_dp_ftrl,
     fit_dp_sgd_stream,
 )
-from dpreg.estimators.ftrl_kernel import data_steps_compiled
+from dpreg.estimators.ftrl_kernel import COMPILED_VARIANTS, data_steps_compiled
 
 RTOL = 1e-10
 
@@ -116,3 +116,55 @@ def test_bad_kernel_is_named():
     with pytest.raises(ValueError, match="kernel"):
         fit_dp_ftrl(X, np.zeros(3), budget=ZCDP(1.0), rng=np.random.default_rng(0), eta=0.1,
                     clip=1.0, nu=0.1, kernel="fast")  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    n=st.integers(1, 80),
+    d=st.integers(1, 9),
+    trials=st.integers(1, 3),
+    batch=st.integers(1, 11),
+    epochs=st.integers(1, 3),
+    clip=st.sampled_from([0.05, 0.5, math.inf]),
+    ridge=st.sampled_from([0.0, 0.1]),
+    with_noise=st.booleans(),
+    with_path=st.booleans(),
+)
+def test_blocked_kernel_equals_rowwise_bit_for_bit(
+    seed, n, d, trials, batch, epochs, clip, ridge, with_noise, with_path
+):
+    """Four rows at a time (and the gathered rows of several epochs): the same values."""
+    batch = min(batch, n)
+    X, y, order, noise, theta0 = _problem(seed, n, d, trials, batch, epochs)
+    T = epochs * (n // batch)
+    out = {}
+    for variant in COMPILED_VARIANTS:
+        path = np.empty((trials, T, d)) if with_path else None
+        theta, clipped = data_steps_compiled(
+            X, y, order, theta0.copy(), epochs=epochs, eta=0.3, clip=clip, ridge=ridge,
+            noise=noise if with_noise else None, path=path, variant=variant,
+        )  # fmt: skip
+        out[variant] = (theta, clipped, path)
+    for a, b in zip(out["blocked"], out["rowwise"], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_blocked_kernel_control_sees_blocks_remainder_and_clipping():
+    """A control: batches of 6 (one block of four, two rows left), clipped rows, 2 epochs."""
+    X, y, order, noise, theta0 = _problem(5, 48, 3, 2, 6, 2)
+    kwargs = dict(epochs=2, eta=0.3, clip=0.05, ridge=0.0, noise=noise, path=None)
+    theta, clipped = data_steps_compiled(X, y, order, theta0.copy(), **kwargs)
+    assert clipped.sum() > 0 and not np.array_equal(theta, theta0)
+    # moving one row of a block changes the iterate (the block's rows are all read)
+    swapped = order.copy()
+    swapped[0, 0, 1], swapped[0, 1, 1] = order[0, 1, 1], order[0, 0, 1]
+    moved, _ = data_steps_compiled(X, y, swapped, theta0.copy(), **kwargs)
+    assert not np.array_equal(moved[0], theta[0]) and np.array_equal(moved[1], theta[1])
+
+
+def test_bad_variant_is_named():
+    X, y, order, noise, theta0 = _problem(0, 6, 2, 1, 2, 1)
+    with pytest.raises(ValueError, match="variant"):
+        data_steps_compiled(X, y, order, theta0, epochs=1, eta=0.1, clip=1.0, ridge=0.0,
+                            noise=None, path=None, variant="fast")  # fmt: skip

@@ -161,3 +161,22 @@ def test_materialise_equals_take(n, D, d, chunk, kernel, noise):
     assert seen == [chunk] * -(-n // chunk)
     with pytest.raises(ValueError, match="fresh"):
         src.materialise(1)
+
+
+@pytest.mark.parametrize("correlation", ["sgd", "nu_ftrl"])
+def test_ftrl_stream_noise_compiled_fill_is_numpys_draw(monkeypatch, correlation):
+    """DP-FTRL's stream noise: the compiled fill gives numpy's values and generator state."""
+    import dpreg.estimators.ftrl as ftrl
+    import dpreg.estimators.ftrl_noise as ftrl_noise
+
+    corr = ftrl._resolve_correlation(correlation, 0.05, 0.1)
+    monkeypatch.setattr(ftrl_noise, "_COMPILED_DRAWS_AFTER", 0)  # the compiled fill
+    rng = np.random.default_rng(11)
+    noise = ftrl.stream_noise(corr, 37, 6, rng)
+    after = rng.random(3)
+    ref_rng = np.random.default_rng(11)
+    w = ref_rng.standard_normal((37, 6))
+    ref = ftrl.correlated_noise(corr.coefficients(37), w, out=w)
+    np.testing.assert_array_equal(noise, ref)
+    np.testing.assert_array_equal(after, ref_rng.random(3))
+    assert noise.shape == (37, 6) and np.std(noise) > 0.5

@@ -318,6 +318,15 @@ class PermutedRows:
         """Row norms of ``X`` (n,), for the compiled kernels."""
         return np.sqrt(np.einsum("id,id->i", self.X, self.X))
 
+    @cached_property
+    def rows(self) -> np.ndarray:
+        """``X`` with contiguous rows, for the compiled kernels (the same values).
+
+        A prepared table's ``X`` is column-major: a kernel reading row ``i`` of it touches
+        ``d`` cache lines, one per column (issue 18); one copy makes each row one run.
+        """
+        return np.ascontiguousarray(self.X)
+
     def take_indices(self, k: int) -> np.ndarray:
         """Return the next k row indices of every replicate's permutation, (D, k)."""
         idx = self.perm[:, self.pos : self.pos + k]
@@ -546,7 +555,7 @@ def ambssgd_pass(
             steps["excess_risk_iterate"][:, :, t] = 0.5 * err2
         if adaptive.size:
             if fast:
-                mags = stat_magnitudes(source.X, source.y, idx_s, W, adaptive)  # (D, Ra, s)
+                mags = stat_magnitudes(source.rows, source.y, idx_s, W, adaptive)  # (D, Ra, s)
             else:
                 mags = np.abs(residuals(Xs, base_s, z_s)[:, :, adaptive])  # (D, s, Ra)
                 mags = np.moveaxis(mags, 1, 2)  # (D, Ra, s)
@@ -580,7 +589,7 @@ def ambssgd_pass(
         # --- clipped mini-batch gradient on [tau + s, tau + s + b) ---------------------
         if fast:
             idx = source.take_indices(layout.b)
-            grad, clipped = batch_gradient(source.X, source.y, source.norms, idx, W, zeta)
+            grad, clipped = batch_gradient(source.rows, source.y, source.norms, idx, W, zeta)
             left = 0
         else:
             grad = np.zeros((D, d, R))
