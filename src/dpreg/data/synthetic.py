@@ -18,7 +18,6 @@ No global random state is used anywhere.
 
 from __future__ import annotations
 
-import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,12 +58,9 @@ def _standard_normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.nda
     use :func:`dpreg.data.normal_kernel.standard_normal_fill` (numpy's ziggurat on the same
     bit generator, about 2.5x faster); both paths give identical arrays.
     """
-    out = np.empty(shape)
-    if out.size >= _COMPILED_MIN_DRAWS or "numba" in sys.modules:
-        from dpreg.data.normal_kernel import standard_normal_fill
+    from dpreg.data.normal_kernel import standard_normals
 
-        return standard_normal_fill(rng, out)
-    return rng.standard_normal(out=out)
+    return standard_normals(rng, np.empty(shape), compiled_from=_COMPILED_MIN_DRAWS)
 
 
 def _check_dim(v: Any, name: str) -> int:

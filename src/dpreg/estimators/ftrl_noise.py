@@ -24,7 +24,6 @@ rows) and ``4096 * columns`` numbers on the direct path, whatever the number of 
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 from scipy import fft as sp_fft
@@ -192,11 +191,10 @@ def unit_normals(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray
     """
     size = math.prod(shape)
     _drawn[0] += size
-    if _drawn[0] < _COMPILED_DRAWS_AFTER and "numba" not in sys.modules:
-        return rng.standard_normal(shape)
-    from dpreg.data.normal_kernel import standard_normal_fill
+    from dpreg.data.normal_kernel import standard_normals
 
-    return standard_normal_fill(rng, np.empty(shape))
+    compiled_from = 0 if _drawn[0] >= _COMPILED_DRAWS_AFTER else math.inf
+    return standard_normals(rng, np.empty(shape), compiled_from=compiled_from)
 
 
 def correlated_noise_rows(
