@@ -42,6 +42,7 @@ from dpreg._validation import (
     check_row_norm_bound,
     check_trials,
 )
+from dpreg.estimators.dpgd_centre import CentredCertificate
 from dpreg.estimators.dpgd_kernel import (
     FUSED_MAX_D,
     clip_block,
@@ -251,6 +252,14 @@ class ClippedGradientKernel:
         al.'s confidence-interval chains, ``kernel="fused"``). Equal to the block loop
         to rounding (sums reassociated); clip counts equal except for a residual within
         rounding of the clip level.
+    centre : bool, default False
+        Also certify around the (coordinate-wise) median of each call's parameters
+        (:class:`~dpreg.estimators.dpgd_centre.CentredCertificate`): where a cost model
+        says it pays, the parameters nearest that centre are evaluated together, the rows
+        certified for all of them through the Gram matrix and the others in double
+        precision; the remaining parameters take the block pass. For many trials of one
+        iteration clustered away from the reference point (IHM on Pol). Equal to the
+        block pass to rounding, clip counts exactly. Not with ``fused``.
     """
 
     def __init__(
@@ -263,12 +272,14 @@ class ClippedGradientKernel:
         metric: str = "design",
         screen: bool = False,
         fused: bool = False,
+        centre: bool = False,
     ) -> None:
         check_choice(metric, "metric", CERTIFICATE_METRICS)
         n, d = X.shape
         self.n, self.d, self.clip = n, d, float(clip)
         self.screen = False
         self.fused = False
+        self.centre: CentredCertificate | None = None
         if math.isinf(clip):
             self.gram = (X.T @ X) / n
             self.moment = (X.T @ y) / n
@@ -323,6 +334,16 @@ class ClippedGradientKernel:
             self.AT[: d + 1] = self.A.T
             self.XBT = np.zeros((FUSED_MAX_D, n))
             self.XBT[:d] = self.XB_T
+        if centre and not self.fused:  # radii around each call's centre: dual norms, slacks
+            self._neg_tau = -self.tau  # increasing: counts rows by their fixed radius
+            self.centre = CentredCertificate(
+                self.A,
+                self.XB_T,
+                (dual * inv_B)[order],
+                (_CERTIFY_SLACK * (np.abs(y) + B) * inv_B)[order],
+                (_CERTIFY_SLACK * norms * inv_B)[order],
+                self.metric_factor,
+            )
         self._layouts: dict[int, _BlockLayout] = {}
         # (row, parameter) pairs, by how they were handled
         self.pairs = {"certified": 0, "gram": 0, "sparse": 0, "dense": 0, "shared": 0}
@@ -397,7 +418,57 @@ class ClippedGradientKernel:
             grad, frac = self(theta[:, :1])
             self.pairs["shared"] += self.n * (trials - 1)
             return np.repeat(grad, trials, axis=1), np.repeat(frac, trials)
-        lay = self._layout(trials)
+        if self.centre is not None and trials > 1:
+            out = self._centred(theta)
+            if out is not None:
+                return out
+        return self._evaluate(theta)
+
+    def _centred(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Evaluate the parameters near the call's centre together, the far ones by blocks.
+
+        None when the cost model puts every parameter in the block pass (or a distance is
+        not finite).
+        """
+        d, trials = theta.shape
+        dist = self._distance(theta)
+        if not np.all(np.isfinite(dist)) or not np.all(np.isfinite(theta)):
+            return None
+        # rows the fixed certificate leaves to each parameter (rows with tau_i < dist_j)
+        far_rows = self.n - np.searchsorted(self._neg_tau, -dist, side="right")
+        plan = self.centre.plan(theta, far_rows)
+        if plan is None:
+            return None
+        near, rows = plan
+        width = near.size
+        ext = np.empty((d + 1, width))
+        np.take(theta, near, axis=1, out=ext[:d])
+        ext[d] = -1.0
+        compiled = _use_compiled(self.n * trials + sum(self.pairs.values()))
+        count = np.zeros(trials, dtype=np.int64)
+        near_count = np.zeros(width, dtype=np.int64)
+        sums, _ = self.centre.gradient(
+            ext, rows, clip_block if compiled else clip_block_reference, near_count
+        )
+        self.pairs["certified"] += (self.n - rows.size) * width
+        self.pairs["sparse"] += rows.size * width
+        grad = np.empty((d, trials))
+        grad[:, near] = sums / self.n
+        count[near] = near_count
+        frac = count / self.n
+        if width < trials:
+            far = np.ones(trials, dtype=bool)
+            far[near] = False
+            # the layout of the call's width (its buffers hold any narrower one)
+            grad[:, far], frac[far] = self._evaluate(theta[:, far], self._layout(trials))
+        return grad, frac
+
+    def _evaluate(
+        self, theta: np.ndarray, lay: _BlockLayout | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Evaluate by the block pass around the fixed reference point (class docstring)."""
+        d, trials = theta.shape
+        lay = self._layout(trials) if lay is None else lay
         dist = self._distance(theta)
         order = np.argsort(dist, kind="stable")
         ext = np.empty((d + 1, trials))
@@ -667,6 +738,7 @@ def clipped_gradient_kernel(
     metric: str = "design",
     screen: bool = False,
     fused: bool = False,
+    centre: bool = False,
     x_digest: bytes | None = None,
 ) -> ClippedGradientKernel:
     r"""Return a :class:`ClippedGradientKernel` for ``(X, y, clip)``, built once and reused.
@@ -675,10 +747,11 @@ def clipped_gradient_kernel(
     copies of the data, the block Gram matrices) costs about as much as several gradient
     evaluations; studies fit the same data many times (every epsilon, estimator variant
     and seed block). The last two kernels are kept, keyed by the sha256 of the data's
-    values, ``clip``, ``clip_mode``, ``metric`` and ``screen``: a later call with equal data returns
-    the same object (whose gradients do not depend on how often it was called). The key
-    is the data themselves, so nothing private is decided by it; the kernel's ``pairs``
-    counters accumulate over its calls (take differences for one fit).
+    values, ``clip``, ``clip_mode``, ``metric``, ``screen``, ``fused`` and ``centre``: a
+    later call with equal data returns the same object (whose gradients do not depend on
+    how often it was called). The key is the data themselves, so nothing private is
+    decided by it; the kernel's ``pairs`` counters accumulate over its calls (take
+    differences for one fit).
 
     Parameters
     ----------
@@ -687,7 +760,7 @@ def clipped_gradient_kernel(
     clip : float
     clip_mode : {"gradient", "residual"}, default "gradient"
     metric : {"design", "euclidean"}, default "design"
-    screen, fused : bool, default False
+    screen, fused, centre : bool, default False
         As for :class:`ClippedGradientKernel`.
     x_digest : bytes, optional
         The sha256 of ``X``'s values as the key takes it (``_digest(X)``), when the caller
@@ -713,11 +786,14 @@ def clipped_gradient_kernel(
     x_key = _digest(X) if x_digest is None else x_digest
     key = (
         build, X.shape, x_key, _digest(y), float(clip), clip_mode, metric, bool(screen),
-        bool(fused),
+        bool(fused), bool(centre),
     )  # fmt: skip
     kernel = _KERNEL_CACHE.get(key)
     if kernel is None:
-        kernel = build(X, y, clip, clip_mode=clip_mode, metric=metric, screen=screen, fused=fused)
+        kernel = build(
+            X, y, clip, clip_mode=clip_mode, metric=metric, screen=screen, fused=fused,
+            centre=centre,
+        )  # fmt: skip
         _KERNEL_CACHE[key] = kernel
         while len(_KERNEL_CACHE) > _KERNEL_CACHE_SIZE:
             _KERNEL_CACHE.popitem(last=False)

@@ -664,7 +664,9 @@ def fit_ihm(
     factor, lambda_min = _data_quantities(Xn, digest)
     factor = factor if sampler == "gram" else None
     fast = (
-        clipped_gradient_kernel(Xn, y, clip, clip_mode="residual", screen=True, x_digest=digest)
+        clipped_gradient_kernel(
+            Xn, y, clip, clip_mode="residual", screen=True, centre=True, x_digest=digest
+        )
         if kernel == "fast"
         else None
     )
