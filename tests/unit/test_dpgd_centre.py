@@ -59,9 +59,10 @@ def _cluster(X, y, rng, width, spread, offset=0.5):
 
 @pytest.fixture
 def eager(monkeypatch):
-    """The centred pass without its fixed per-row cost: it runs wherever it saves pairs
+    """The centred pass without its fixed costs: it runs wherever it saves pairs
     (small test problems; the default cost model is tested at a realistic size)."""
-    monkeypatch.setattr(centre_mod, "CENTRE_COSTS", {**centre_mod.CENTRE_COSTS, "per_row": 0.0})
+    costs = {**centre_mod.CENTRE_COSTS, "per_row": 0.0, "per_call": 0.0}
+    monkeypatch.setattr(centre_mod, "CENTRE_COSTS", costs)
 
 
 class _Spy:
@@ -234,15 +235,15 @@ def test_compiled_and_numpy_clip_passes_agree(compiled, monkeypatch, eager):
 )
 def test_centred_kernel_equals_the_row_pass(seed, spread, offset, clip, mode, metric, width):
     """Any cluster, clip level and metric, with the default cost model and without its
-    per-row cost (every split of near and far parameters is exercised)."""
-    costs = centre_mod.CENTRE_COSTS
-    for per_row in (costs["per_row"], 0.0):
-        _check_against_row_pass(seed, spread, offset, clip, mode, metric, width, per_row)
+    fixed costs (every split of near and far parameters is exercised)."""
+    for fixed in (None, 0.0):
+        _check_against_row_pass(seed, spread, offset, clip, mode, metric, width, fixed)
 
 
-def _check_against_row_pass(seed, spread, offset, clip, mode, metric, width, per_row):
+def _check_against_row_pass(seed, spread, offset, clip, mode, metric, width, fixed):
     saved = centre_mod.CENTRE_COSTS
-    centre_mod.CENTRE_COSTS = {**saved, "per_row": per_row}
+    if fixed is not None:
+        centre_mod.CENTRE_COSTS = {**saved, "per_row": fixed, "per_call": fixed}
     try:
         _row_pass_case(seed, spread, offset, clip, mode, metric, width)
     finally:
@@ -281,7 +282,7 @@ def test_ihm_fast_kernel_equals_the_row_pass_on_both_paths(forced, monkeypatch):
     pass (the fallback), equal the reference row pass from the same draws."""
     costs = dict(centre_mod.CENTRE_COSTS)
     if forced == "centred":
-        costs.update(per_row=0.0, far_pair=1e9)
+        costs.update(per_row=0.0, per_call=0.0, far_pair=1e9)
     else:
         costs.update(per_row=1e18)
     monkeypatch.setattr(centre_mod, "CENTRE_COSTS", costs)

@@ -548,7 +548,10 @@ def fit_ihm(
         built once per data set and clip level
         (:func:`~dpreg.estimators.dpgd.clipped_gradient_kernel`) and reused by later fits;
         it screens the uncertified rows in single precision (``screen=True``: rows that
-        may be clipped are recomputed in double precision).
+        may be clipped are recomputed in double precision) and, where a cost model says
+        it pays, certifies rows around the median of each iteration's parameters instead
+        (``centre=True``, :mod:`~dpreg.estimators.dpgd_centre`: the trials of one
+        iteration cluster, often far from the kernel's fixed reference point).
 
     Returns
     -------
