@@ -315,3 +315,39 @@ def test_ihm_fast_kernel_equals_the_row_pass_on_both_paths(forced, monkeypatch):
     # the first iteration (theta_0 = 0 everywhere) is evaluated once; the other two
     # went through the near pass with every trial, or never
     assert calls == ([40, 40] if forced == "centred" else [])
+
+
+@pytest.mark.parametrize("screen", [False, True])
+def test_gradient_at_zero_is_computed_once_and_identical(screen, monkeypatch):
+    """theta = 0 (every run's start) is evaluated once per kernel: later calls return the
+    same bits as a fresh kernel's evaluation, and the pair counts grow as if evaluated."""
+    X, y = _bounded(seed=19, n=900, d=5)
+    kernel = ClippedGradientKernel(X, y, 0.5, clip_mode="residual", screen=screen, centre=True)
+    evaluations = []
+    evaluate = kernel._evaluate
+
+    def counted(theta, *args):
+        evaluations.append(theta.shape[1])
+        return evaluate(theta, *args)
+
+    monkeypatch.setattr(kernel, "_evaluate", counted)
+    zero = np.zeros((5, 7))
+    first = kernel(zero)
+    second = kernel(zero)
+    single = kernel(np.zeros((5, 1)))
+    fresh = ClippedGradientKernel(X, y, 0.5, clip_mode="residual", screen=screen)
+    expected = fresh._evaluate(np.zeros((5, 1)))
+    for g, frac in (first, second):
+        np.testing.assert_array_equal(g, np.repeat(expected[0], 7, axis=1))
+        np.testing.assert_array_equal(frac, np.repeat(expected[1], 7))
+    np.testing.assert_array_equal(single[0], expected[0])
+    assert evaluations == [1]
+    assert sum(kernel.pairs.values()) == 900 * 15
+    g_ref, frac_ref = _loop_gradient(X, y, np.zeros((5, 1)), 0.5, "residual")
+    np.testing.assert_allclose(single[0], g_ref, rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(single[1], frac_ref)
+    assert frac_ref[0] > 0
+    # -0.0 entries are not served from the store (same values, but not the same bits
+    # in every case): a fresh evaluation
+    kernel(-np.zeros((5, 1)))
+    assert evaluations == [1, 1]

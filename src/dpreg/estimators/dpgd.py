@@ -345,6 +345,7 @@ class ClippedGradientKernel:
                 self.metric_factor,
             )
         self._layouts: dict[int, _BlockLayout] = {}
+        self._zero: tuple[np.ndarray, np.ndarray, dict[str, int]] | None = None
         # (row, parameter) pairs, by how they were handled
         self.pairs = {"certified": 0, "gram": 0, "sparse": 0, "dense": 0, "shared": 0}
 
@@ -418,11 +419,29 @@ class ClippedGradientKernel:
             grad, frac = self(theta[:, :1])
             self.pairs["shared"] += self.n * (trials - 1)
             return np.repeat(grad, trials, axis=1), np.repeat(frac, trials)
+        if trials == 1 and not np.any(theta) and not np.signbit(theta).any():
+            return self._at_zero()
         if self.centre is not None and trials > 1:
             out = self._centred(theta)
             if out is not None:
                 return out
         return self._evaluate(theta)
+
+    def _at_zero(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return the gradient at theta = 0 (every run's start): computed once, then reused.
+
+        The evaluation is deterministic (either clip pass gives the same bits), so the
+        stored result is the one a new evaluation would give; ``pairs`` grows by the
+        first evaluation's counts at every call.
+        """
+        if self._zero is None:
+            before = dict(self.pairs)
+            grad, frac = self._evaluate(np.zeros((self.d, 1)))
+            self._zero = (grad, frac, {key: self.pairs[key] - before[key] for key in before})
+        else:
+            for key, count in self._zero[2].items():
+                self.pairs[key] += count
+        return self._zero[0].copy(), self._zero[1].copy()
 
     def _centred(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """Evaluate the parameters near the call's centre together, the far ones by blocks.
