@@ -259,7 +259,9 @@ class ClippedGradientKernel:
         certified for all of them through the Gram matrix and the others in double
         precision; the remaining parameters take the block pass. For many trials of one
         iteration clustered away from the reference point (IHM on Pol). Equal to the
-        block pass to rounding, clip counts exactly. Not with ``fused``.
+        block pass to rounding, clip counts exactly. Not with ``fused``. In ``pairs``,
+        the pairs it certifies count as ``"certified"``, the ones it computes as
+        ``"sparse"``.
     """
 
     def __init__(
