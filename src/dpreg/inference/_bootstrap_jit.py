@@ -117,51 +117,6 @@ def min_eig(w, a, c, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def sketch(V, w, g, c, eta, chi, low, max_cond, theta, ok):  # pragma: no cover
-    t, nb, d = g.shape
-    B = np.empty((d, d))
-    y = np.empty(d)
-    r = np.empty(d)
-    v = np.empty(d)
-    x = np.empty(d)
-    for i in range(t):
-        for b in range(nb):
-            e = eta[i, b]
-            for j in range(d):
-                r[j] = np.sqrt(max(w[i, j] + e, 0.0))
-            kappa = condition_bound(r, chi[i, b], low[i, b], d, B, y)
-            if not kappa <= max_cond:
-                ok[i, b] = False
-                continue
-            # l = V'g / r and s^2 = c + eta - |l|^2
-            l2 = 0.0
-            for j in range(d):
-                s = 0.0
-                for m in range(d):
-                    s += V[i, m, j] * g[i, b, m]
-                v[j] = s / r[j]
-                l2 += v[j] * v[j]
-            s = np.sqrt(max(c[i, b] + e - l2, 0.0))
-            # x = B_xx^{-T} b, b = the last row of B (its first d entries)
-            o = d * (d - 1) // 2
-            for j in range(d - 1, -1, -1):
-                acc = low[i, b, o + j]
-                for m in range(j + 1, d):
-                    acc -= B[m, j] * x[m]
-                x[j] = acc / B[j, j]
-            for j in range(d):
-                v[j] = (v[j] + s * x[j]) / r[j]
-            finite = True
-            for m in range(d):
-                acc = 0.0
-                for j in range(d):
-                    acc += V[i, m, j] * v[j]
-                theta[i, b, m] = acc
-                finite = finite and np.isfinite(acc)
-            ok[i, b] = finite
-
-
-@numba.njit(cache=True, nogil=True)
 def ihm(V, r, g, chi, low, k, max_cond, step, ok):  # pragma: no cover - compiled
     t, nb, d = g.shape
     B = np.empty((d, d))

@@ -84,10 +84,10 @@ TARGETS = ("empirical", "population")
 INTERVALS = ("basic", "percentile")
 MIN_REPLICATES = 10
 
-#: How the sketch and IHM replicates are solved: ``"fast"`` from the Wishart factors by
-#: substitution (:mod:`dpreg.inference.bootstrap_kernel`; linear mixing and Sheffet: a
-#: bordered factor, the same law as the reference's ``eigh`` factor; IHM: the same draws,
-#: equal to round-off) or ``"reference"`` (``eigh``/``eigvalsh`` per replicate, the
+#: How the sketch and IHM replicates are solved: ``"fast"`` from the Wishart factors
+#: (:mod:`dpreg.inference.bootstrap_kernel`; linear mixing and Sheffet: a bordered factor
+#: and the solution's law drawn directly, the same law as the reference's; IHM: the same
+#: draws, equal to round-off) or ``"reference"`` (``eigh``/``eigvalsh`` per replicate, the
 #: Wishart matrix formed and solved). An internal switch for the tests
 #: (``tests/unit/test_bootstrap_kernel.py``); docs/inference.md, "Replicates".
 _PATH = "fast"
@@ -474,15 +474,16 @@ def _bordered_reference(
     g: np.ndarray,
     c: np.ndarray,
     eta: np.ndarray,
+    mask: np.ndarray,
     chi: np.ndarray,
     low: np.ndarray,
-    mask: np.ndarray,
 ) -> np.ndarray:
     r"""Solve the replicates ``mask`` by forming the Wishart matrix (the reference).
 
     :func:`~dpreg.inference.bootstrap_kernel.sketch_solutions` for the few replicates it
     does not certify: :math:`M = FBB^\top F^\top` with the bordered factor ``F`` formed
-    and :math:`M_{xx}\theta = M_{xy}` solved by the estimators' rule.
+    and :math:`M_{xx}\theta = M_{xy}` solved by the estimators' rule; ``chi``, ``low``
+    the Bartlett draws of the masked replicates (:func:`_bartlett_draws`).
     """
     trial = np.nonzero(mask)[0]
     d = g.shape[-1]
@@ -495,7 +496,7 @@ def _bordered_reference(
     F[:, :d, :d] = Vm * r[:, None, :]
     F[:, d, :d] = l
     F[:, d, d] = np.sqrt(np.maximum(c[mask] + e[:, 0] - (l * l).sum(1), 0.0))
-    M = _wishart_from(F, chi[mask], low[mask])
+    M = _wishart_from(F, chi, low)
     return _solve(M[:, :d, :d], M[:, :d, d])
 
 
@@ -651,11 +652,13 @@ def _sketch(
         eta2_b = np.maximum(D["gamma"] - lam_tilde, 0.0)
     else:
         eta2_b = np.broadcast_to(eta2[:, None], (t, B))
-    if fast:
-        chi, low = _bartlett_draws(rng, (t, B), p, k)
-        est, ok = sketch_solutions(V, w, gxy, gyy, eta2_b, chi, low)
+    if fast:  # x = B_xx^{-T} b drawn by its law, z / sqrt(chi^2_{k-d+1}) (bootstrap_kernel)
+        x = _standard_normals(rng, np.empty((t, B, d)))
+        x /= np.sqrt(rng.chisquare(k - d + 1, size=(t, B)))[..., None]
+        est, ok = sketch_solutions(V, w, gxy, gyy, eta2_b, x)
         if not ok.all():
-            est[~ok] = _bordered_reference(V, w, gxy, gyy, eta2_b, chi, low, ~ok)
+            chi, low = _bartlett_draws(rng, (int((~ok).sum()),), p, k)
+            est[~ok] = _bordered_reference(V, w, gxy, gyy, eta2_b, ~ok, chi, low)
         return est, extra
     if population:
         F = _eigen_factor(gram + eta2_b[..., None, None] * np.eye(p))
