@@ -43,6 +43,7 @@ regime.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import warnings
@@ -548,12 +549,9 @@ def _adassp(
         extra["residual_variance"] = sigma2
     m = d * (d + 1) // 2
     z = rng.standard_normal((t, B))
-    upper = rng.standard_normal((t, B, m))
-    zeta = rng.standard_normal((t, B, d))
-    rows, cols = np.triu_indices(d)
-    xi = np.empty((t, B, d, d))
-    xi[..., rows, cols] = upper
-    xi[..., cols, rows] = upper
+    upper = _standard_normals(rng, np.empty((t, B, m)))
+    zeta = _standard_normals(rng, np.empty((t, B, d)))
+    xi = np.take(upper, _symmetric_index(d), axis=-1).reshape(t, B, d, d)
     lam = np.maximum(w[:, :1] + s1 * z - D["lambda_min_shift"], 0.0)
     ridge_b = np.maximum(0.0, D["ridge_scale"] - lam)
     b = np.einsum("tij,tj->ti", G, theta)[:, None, :] + s2 * zeta
@@ -562,6 +560,15 @@ def _adassp(
         b = b + np.sqrt(extra["residual_variance"])[:, None, None] * e
     A = G[:, None] + sG * xi + ridge_b[..., None, None] * np.eye(d)
     return _solve(A, b), extra
+
+
+@functools.cache
+def _symmetric_index(d: int) -> np.ndarray:
+    """Where entry (i, j) of a symmetric d x d matrix is in its ``triu_indices(d)`` list."""
+    rows, cols = np.triu_indices(d)
+    index = np.empty((d, d), dtype=np.intp)
+    index[rows, cols] = index[cols, rows] = np.arange(rows.size)
+    return index.ravel()
 
 
 def _residual_variance(rss: np.ndarray, n: int, d: int, bound_y2: float) -> np.ndarray:
