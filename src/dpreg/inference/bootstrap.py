@@ -85,12 +85,12 @@ TARGETS = ("empirical", "population")
 INTERVALS = ("basic", "percentile")
 MIN_REPLICATES = 10
 
-#: How the sketch and IHM replicates are solved: ``"fast"`` from the Wishart factors
-#: (:mod:`dpreg.inference.bootstrap_kernel`; linear mixing and Sheffet: a bordered factor
-#: and the solution's law drawn directly, the same law as the reference's; IHM: the same
-#: draws, equal to round-off) or ``"reference"`` (``eigh``/``eigvalsh`` per replicate, the
-#: Wishart matrix formed and solved). An internal switch for the tests
-#: (``tests/unit/test_bootstrap_kernel.py``); docs/inference.md, "Replicates".
+#: How the sketch and IHM replicates are solved: ``"fast"`` in O(d^2) from the Wishart
+#: factors, the solution's random part drawn by its law
+#: (:mod:`dpreg.inference.bootstrap_kernel`: the reference's law, not its values), or
+#: ``"reference"`` (``eigh``/``eigvalsh`` per replicate, the Wishart matrix formed and
+#: solved). An internal switch for the tests (``tests/unit/test_bootstrap_kernel.py``);
+#: docs/inference.md, "Replicates without a decomposition per replicate".
 _PATH = "fast"
 
 #: Elements of the largest simulated array per chunk of trials (about 128 MB of float64).
@@ -710,15 +710,24 @@ def _ihm(
     fast = _PATH == "fast"
     th = np.zeros((t, B, d))
     for _ in range(T):
-        chi, low = _bartlett_draws(rng, (t, B), d, k)
+        if fast:  # W^{-1} e_1 drawn by its law (bootstrap_kernel.ihm_solutions)
+            q = np.empty((t, B, d))
+            if d > 1:
+                q[..., 1:] = _standard_normals(rng, np.empty((t, B, d - 1)))
+                q[..., 1:] /= np.sqrt(rng.chisquare(k - d + 2, size=(t, B)))[..., None]
+            q[..., 0] = 1.0
+            q /= rng.chisquare(k - d + 1, size=(t, B))[..., None]
+        else:
+            chi, low = _bartlett_draws(rng, (t, B), d, k)
         g = np.einsum("tij,tbj->tbi", G, theta[:, None, :] - th)
         if D["variant"] == "paper":
             g = g - eta2_b[..., None] * th
         g = g + D["sigma"] * rng.standard_normal((t, B, d))
-        if fast:  # H^{-1} g from the factors (bootstrap_kernel): the same draws
-            step, ok = ihm_solutions(V, r, g, chi, low, k)
-            if not ok.all():
-                step[~ok] = _solve(_wishart_from(F[~ok], chi[~ok], low[~ok]) / k, g[~ok])
+        if fast:
+            step, ok = ihm_solutions(V, r, g, q, k)
+            if not ok.all():  # near-singular F: the Wishart matrix formed and solved
+                chi, low = _bartlett_draws(rng, (int((~ok).sum()),), d, k)
+                step[~ok] = _solve(_wishart_from(F[~ok], chi, low) / k, g[~ok])
         else:
             step = _solve(_wishart_from(F, chi, low) / k, g)
         th = th + step

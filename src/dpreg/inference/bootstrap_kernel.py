@@ -1,4 +1,4 @@
-r"""Per-replicate algebra of the sketch and IHM bootstraps in O(d^2) (numba where it loops).
+r"""Per-replicate algebra of the sketch and IHM bootstraps in O(d^2), drawn by law.
 
 The bootstrap of linear mixing, Sheffet's sketch and IHM (:mod:`dpreg.inference.bootstrap`)
 draws per replicate a Wishart matrix :math:`M = FBB^\top F^\top` (Bartlett: :math:`B`
@@ -24,10 +24,18 @@ the reference path forms :math:`M` and solves with :func:`numpy.linalg.eigh` fac
   Multivariate Statistical Theory*, 1982, Thm 3.2.12), so :math:`x` has the law of
   :math:`z/\sqrt{\chi^2_{k-d+1}}`, :math:`z\sim\mathcal N(0, I_d)`: d normals and one
   chi-square per replicate instead of the :math:`(d+1)(d+2)/2` draws of :math:`B`.
-* **IHM** (:func:`ihm_solutions`): :math:`H = FBB^\top F^\top/k` with
-  :math:`F = V\mathrm{diag}(r)`, so :math:`H^{-1}g = k\,V\mathrm{diag}(r)^{-1}B^{-\top}
-  B^{-1}\mathrm{diag}(r)^{-1}V^\top g` (compiled): the same draws, the same solution to
-  round-off.
+* **IHM** (:func:`ihm_solutions`): :math:`H = FWF^\top/k` with
+  :math:`F = V\mathrm{diag}(r)` and :math:`W\sim\mathrm{Wishart}_d(k, I)`, so
+  :math:`H^{-1}g = k\,V\mathrm{diag}(r)^{-1}W^{-1}v`, :math:`v = \mathrm{diag}(r)^{-1}
+  V^\top g`. For :math:`W` independent of :math:`v` and any orthogonal :math:`R` with
+  :math:`Re_1 = u = v/|v|`, :math:`W^{-1}u` has the law of :math:`RW^{-1}e_1` (rotation
+  invariance), and partitioning :math:`W` after its first coordinate,
+  :math:`W^{-1}e_1 = (1, -W_{22}^{-1}w_{21})/w_{11\cdot 2}` with
+  :math:`w_{11\cdot 2}\sim\chi^2_{k-d+1}` independent of :math:`W_{22}^{-1}w_{21}`, which
+  has the law of :math:`z/\sqrt{\chi^2_{k-d+2}}` (as above, in dimension d - 1; Muirhead
+  1982, Thms 3.2.10 and 3.2.12): two chi-squares and d - 1 normals per replicate and step
+  instead of the :math:`d(d+1)/2` draws of :math:`B`; :math:`R` is a Householder
+  reflection (O(d)).
 * **The eigenvalue test** (:func:`bordered_min_eigenvalue`, compiled):
   :math:`\lambda_{\min}` of :math:`\Sigma_b - \eta_b I` is that of the arrowhead matrix
   :math:`\begin{pmatrix}\mathrm{diag}(w) & a\\ a^\top & c\end{pmatrix}`,
@@ -38,12 +46,9 @@ the reference path forms :math:`M` and solves with :func:`numpy.linalg.eigh` fac
 
 Only replicates whose system is far from the singular cut-off :math:`d\,\varepsilon` of
 the estimators' rule (where the reference would solve, not pseudo-invert) are solved here:
-IHM's when :math:`\kappa(FB) \le (r_{\max}/r_{\min})\,\|B\|_F\,\beta \le`
-:data:`MAX_CONDITION`, :math:`\beta \ge \|B^{-1}\|_2` from the comparison matrix (Higham,
-*Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thm 8.12:
-:math:`\|B^{-1}\|_2^2 \le \|M(B)^{-1}\|_1\|M(B)^{-1}\|_\infty`); the sketch's when
-:math:`r_{\min}\ge` :data:`MIN_RATIO` :math:`r_{\max}`. The others are flagged and the
-caller solves them by the reference path. Tested in ``tests/unit/test_bootstrap_kernel.py``.
+those with :math:`r_{\min}\ge` :data:`MIN_RATIO` :math:`r_{\max}`. The others are
+flagged and the caller forms and solves their Wishart matrices (the reference path).
+Tested in ``tests/unit/test_bootstrap_kernel.py``.
 """
 
 from __future__ import annotations
@@ -54,19 +59,14 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "MAX_CONDITION",
     "MIN_RATIO",
     "bordered_min_eigenvalue",
     "ihm_solutions",
     "sketch_solutions",
 ]
 
-#: Largest certified bound on the condition number of a replicate's factor F B (the
-#: system's is its square, 1e8, far below the rule's cut-off 1 / (d eps) > 4e13).
-MAX_CONDITION = 1e4
-
-#: Smallest ratio r_min / r_max of the sketch replicates solved from the factors: the
-#: condition number of F_xx is then at most 1e4 (that of M_xx at most 1e8 times the
+#: Smallest ratio r_min / r_max of the replicates solved here: the condition number of
+#: the factor F (F_xx) is then at most 1e4 (that of the system at most 1e8 times the
 #: Wishart_d(k, I) draw's; a draw of condition above about 4e6 -- far in its tail for the
 #: k >= d + 1 of the estimators -- would make the rule pseudo-invert it).
 MIN_RATIO = 1e-4
@@ -172,17 +172,25 @@ def sketch_solutions(
 
 
 def ihm_solutions(
-    V: np.ndarray, r: np.ndarray, g: np.ndarray, chi: np.ndarray, low: np.ndarray, k: int
+    V: np.ndarray, r: np.ndarray, g: np.ndarray, q: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    r""":math:`H^{-1}g` for :math:`H = FBB^\top F^\top/k`, :math:`F = V\mathrm{diag}(r)`.
+    r"""IHM's steps :math:`H^{-1}g`, :math:`H = FWF^\top/k`, :math:`F = V\mathrm{diag}(r)`, by law.
+
+    :math:`H^{-1}g = k\,V\mathrm{diag}(r)^{-1}\,W^{-1}v`, :math:`v = \mathrm{diag}(r)^{-1}
+    V^\top g`, and for :math:`W\sim\mathrm{Wishart}_d(k, I)` independent of :math:`v`,
+    :math:`W^{-1}v` has the law of :math:`|v|\,\sigma R_h q` with ``q`` a draw of
+    :math:`W^{-1}e_1` and :math:`R_h` the reflection with :math:`R_he_1 = \sigma u`,
+    :math:`u = v/|v|` (module docstring).
 
     Parameters
     ----------
     V : ndarray, shape (t, d, d)
     r : ndarray, shape (t, B, d)
     g : ndarray, shape (t, B, d)
-    chi, low : ndarray, shapes (t, B, d), (t, B, d (d - 1) / 2)
-        The Bartlett factor (as :func:`sketch_solutions`, here d x d).
+    q : ndarray, shape (t, B, d)
+        Draws of :math:`W^{-1}e_1`: :math:`(1, z/\sqrt{c_2})/c_1` with
+        :math:`c_1\sim\chi^2_{k-d+1}`, :math:`c_2\sim\chi^2_{k-d+2}`,
+        :math:`z\sim\mathcal N(0, I_{d-1})`.
     k : int
 
     Returns
@@ -195,13 +203,21 @@ def ihm_solutions(
     --------
     >>> import numpy as np
     >>> V, r, g = np.eye(1)[None], np.array([[[2.0]]]), np.array([[[1.0]]])
-    >>> step, ok = ihm_solutions(V, r, g, np.array([[[3.0]]]), np.zeros((1, 1, 0)), k=4)
+    >>> step, ok = ihm_solutions(V, r, g, np.array([[[1.0 / 9.0]]]), k=4)  # W = 9
     >>> bool(np.isclose(step[0, 0, 0], 1.0 / 9.0)), bool(ok[0, 0])  # H = 4 * 9 / 4
     (True, True)
     """
-    V, r, g, chi, low = _f64(V), _f64(r), _f64(g), _f64(chi), _f64(low)
-    t, nb, d = g.shape
-    step = np.empty((t, nb, d))
-    ok = np.zeros((t, nb), dtype=bool)
-    _kernels().ihm(V, r, g, chi, low, float(k), MAX_CONDITION, step, ok)
+    rmin, rmax = r.min(axis=-1), r.max(axis=-1)
+    ok = (rmin >= MIN_RATIO * rmax) & (rmin > 0.0)
+    safe = np.where(ok[..., None], r, 1.0)
+    v = np.einsum("tji,tbj->tbi", V, g) / safe
+    norm = np.sqrt(np.einsum("tbi,tbi->tb", v, v))
+    u = v / np.where(norm > 0.0, norm, 1.0)[..., None]
+    sign = np.where(u[..., 0] >= 0.0, 1.0, -1.0)
+    h = sign[..., None] * u  # h = e_1 + sign u (no cancellation): R_h e_1 = -sign u
+    h[..., 0] += 1.0
+    coef = 2.0 * np.einsum("tbi,tbi->tb", h, q) / np.einsum("tbi,tbi->tb", h, h)
+    w_inv_v = (-sign * norm)[..., None] * (q - coef[..., None] * h)
+    step = float(k) * np.einsum("tij,tbj->tbi", V, w_inv_v / safe)
+    ok &= np.isfinite(step).all(axis=-1)
     return step, ok
