@@ -48,6 +48,11 @@ def min_eig(w, a, c, out):  # pragma: no cover - compiled
             lo = hi - np.sqrt(norm2)  # Weyl: lambda_min >= min(w, c) - |a|
             x = hi
             tol = 2.2e-16 * (abs(cc) + wabs + np.sqrt(norm2))
+            if lo < hi - tol:  # the root within tol of hi (a clamped w with a residue of
+                f, df = secular(w[i], ab, cc, hi - tol)  # round-off size): done
+                if f > 0.0:
+                    out[i, b] = hi - 0.5 * tol
+                    continue
             for _ in range(400):
                 if not lo < hi:
                     break
