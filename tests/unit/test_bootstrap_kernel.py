@@ -127,9 +127,9 @@ def test_sketch_solutions_solve_the_formed_wishart_system(seed, d, zeros, repeat
 @pytest.mark.parametrize(("d", "k"), [(1, 2), (3, 4), (3, 12), (10, 53)])
 def test_the_solutions_noise_has_the_law_drawn(d, k):
     """x = B_xx^{-T} b (B Bartlett of Wishart_{d+1}(k, I)) has the law of
-    z / sqrt(chi^2_{k-d+1}): 20,000 draws of each; z-tests (paired nothing: independent
-    samples) of the mean and second moment of every coordinate and of log|x|^2, and a KS
-    test of log|x|^2 (family-wise level about 1e-3)."""
+    z / sqrt(chi^2_{k-d+1}): 20,000 independent draws of each; z-tests of the mean of
+    arctan x_j, (arctan x_j)^2 (bounded: x is heavy-tailed when k - d is small) and
+    log|x|^2, and a KS test of log|x|^2 (family-wise level about 1e-3)."""
     m = 20_000
     rng = np.random.default_rng(d * 1000 + k)
     chi, low = boot._bartlett_draws(rng, (m,), d + 1, k)
