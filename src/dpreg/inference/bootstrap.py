@@ -43,6 +43,7 @@ regime.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import warnings
@@ -57,6 +58,11 @@ from dpreg._validation import check_choice, check_probability, check_rng
 from dpreg.estimators._linalg import solve_symmetric_batch
 from dpreg.estimators._stacked import eigh_stacked
 from dpreg.estimators.methods import PublicInputs
+from dpreg.inference.bootstrap_kernel import (
+    bordered_min_eigenvalue,
+    ihm_solutions,
+    sketch_solutions,
+)
 from dpreg.inference.intervals import ConfidenceIntervals
 from dpreg.results import Fit
 
@@ -78,6 +84,14 @@ BOOTSTRAP_ESTIMATORS = ("adassp", "linear_mixing", "sheffet_sketch", "ihm")
 TARGETS = ("empirical", "population")
 INTERVALS = ("basic", "percentile")
 MIN_REPLICATES = 10
+
+#: How the sketch and IHM replicates are solved: ``"fast"`` in O(d^2) from the Wishart
+#: factors, the solution's random part drawn by its law
+#: (:mod:`dpreg.inference.bootstrap_kernel`: the reference's law, not its values), or
+#: ``"reference"`` (``eigh``/``eigvalsh`` per replicate, the Wishart matrix formed and
+#: solved). An internal switch for the tests (``tests/unit/test_bootstrap_kernel.py``);
+#: docs/inference.md, "Replicates without a decomposition per replicate".
+_PATH = "fast"
 
 #: Elements of the largest simulated array per chunk of trials (about 128 MB of float64).
 _CHUNK_ELEMENTS = 1 << 24
@@ -346,22 +360,44 @@ def _standard_normals(rng: np.random.Generator, out: np.ndarray) -> np.ndarray:
     return standard_normals(rng, out, compiled_from=0 if _compiled_normals() else math.inf)
 
 
+def _bartlett_draws(
+    rng: np.random.Generator, lead: tuple[int, ...], p: int, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Draw the Bartlett factor: diagonal :math:`\sqrt{\chi^2_{k-i}}` and the entries below.
+
+    ``(chi (*lead, p), low (*lead, p (p - 1) / 2))``, ``low`` in the row-major order of
+    ``numpy.tril_indices(p, -1)``; the chi-squares are drawn first, then the normals.
+    """
+    idx = np.arange(p)
+    chi = np.sqrt(rng.chisquare(np.broadcast_to(k - idx, (*lead, p)).astype(float)))
+    low = _standard_normals(rng, np.empty((*lead, p * (p - 1) // 2)))
+    return chi, low
+
+
+def _wishart_from(F: np.ndarray, chi: np.ndarray, low: np.ndarray) -> np.ndarray:
+    r"""Form :math:`FBB^\top F^\top` (symmetrised), ``B`` built from :func:`_bartlett_draws`."""
+    lead, p = F.shape[:-2], F.shape[-1]
+    B = np.zeros((*lead, p, p))
+    idx = np.arange(p)
+    B[..., idx, idx] = chi
+    rows, cols = np.tril_indices(p, -1)
+    B[..., rows, cols] = low
+    FB = F @ B
+    W = FB @ np.swapaxes(FB, -1, -2)
+    return 0.5 * (W + np.swapaxes(W, -1, -2))
+
+
 def _wishart(F: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     r"""Draw :math:`\mathrm{Wishart}_p(k, FF^\top)` for every leading index (Bartlett).
 
     :math:`FBB^\top F^\top` with :math:`B` lower triangular, :math:`B_{ii}^2\sim
     \chi^2_{k-i}`, :math:`B_{ij}\sim\mathcal N(0,1)` below the diagonal (Anderson 2003,
     Cor. 7.2.1; the sampler of :mod:`dpreg.estimators.gram_sketch`). Needs ``k >= p``.
+    Any ``F`` with the same :math:`FF^\top` gives the same law (:math:`BB^\top\sim
+    \mathrm{Wishart}_p(k, I)` is invariant under rotations).
     """
-    lead, p = F.shape[:-2], F.shape[-1]
-    B = np.zeros((*lead, p, p))
-    idx = np.arange(p)
-    B[..., idx, idx] = np.sqrt(rng.chisquare(np.broadcast_to(k - idx, (*lead, p)).astype(float)))
-    rows, cols = np.tril_indices(p, -1)
-    B[..., rows, cols] = _standard_normals(rng, np.empty((*lead, rows.size)))
-    FB = F @ B
-    W = FB @ np.swapaxes(FB, -1, -2)
-    return 0.5 * (W + np.swapaxes(W, -1, -2))
+    chi, low = _bartlett_draws(rng, F.shape[:-2], F.shape[-1], k)
+    return _wishart_from(F, chi, low)
 
 
 def _factor(S: np.ndarray) -> np.ndarray:
@@ -422,6 +458,49 @@ def _sqrt_psd_apply(w: np.ndarray, V: np.ndarray, z: np.ndarray) -> np.ndarray:
     return np.einsum("tij,tbj->tbi", V * np.sqrt(w)[:, None, :], z)
 
 
+def _bordered(Gxx: np.ndarray, g: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Form the symmetric ``[[Gxx, g], [g', c]]`` over the leading axes of ``g`` (..., d)."""
+    d = g.shape[-1]
+    out = np.empty((*g.shape[:-1], d + 1, d + 1))
+    out[..., :d, :d] = Gxx
+    out[..., :d, d] = g
+    out[..., d, :d] = g
+    out[..., d, d] = c
+    return out
+
+
+def _bordered_reference(
+    V: np.ndarray,
+    w: np.ndarray,
+    g: np.ndarray,
+    c: np.ndarray,
+    eta: np.ndarray,
+    mask: np.ndarray,
+    chi: np.ndarray,
+    low: np.ndarray,
+) -> np.ndarray:
+    r"""Solve the replicates ``mask`` by forming the Wishart matrix (the reference).
+
+    :func:`~dpreg.inference.bootstrap_kernel.sketch_solutions` for the few replicates it
+    does not certify: :math:`M = FBB^\top F^\top` with the bordered factor ``F`` formed
+    and :math:`M_{xx}\theta = M_{xy}` solved by the estimators' rule; ``chi``, ``low``
+    the Bartlett draws of the masked replicates (:func:`_bartlett_draws`).
+    """
+    trial = np.nonzero(mask)[0]
+    d = g.shape[-1]
+    e = eta[mask][:, None]
+    Vm = V[trial]
+    r = np.sqrt(np.maximum(w[trial] + e, 0.0))
+    a = np.einsum("mji,mj->mi", Vm, g[mask])
+    l = np.divide(a, r, out=np.zeros_like(a), where=r > 0)  # noqa: E741
+    F = np.zeros((trial.size, d + 1, d + 1))
+    F[:, :d, :d] = Vm * r[:, None, :]
+    F[:, d, :d] = l
+    F[:, d, d] = np.sqrt(np.maximum(c[mask] + e[:, 0] - (l * l).sum(1), 0.0))
+    M = _wishart_from(F, chi, low)
+    return _solve(M[:, :d, :d], M[:, :d, d])
+
+
 # ------------------------------------------------------------------------- simulators
 
 
@@ -470,12 +549,9 @@ def _adassp(
         extra["residual_variance"] = sigma2
     m = d * (d + 1) // 2
     z = rng.standard_normal((t, B))
-    upper = rng.standard_normal((t, B, m))
-    zeta = rng.standard_normal((t, B, d))
-    rows, cols = np.triu_indices(d)
-    xi = np.empty((t, B, d, d))
-    xi[..., rows, cols] = upper
-    xi[..., cols, rows] = upper
+    upper = _standard_normals(rng, np.empty((t, B, m)))
+    zeta = _standard_normals(rng, np.empty((t, B, d)))
+    xi = np.take(upper, _symmetric_index(d), axis=-1).reshape(t, B, d, d)
     lam = np.maximum(w[:, :1] + s1 * z - D["lambda_min_shift"], 0.0)
     ridge_b = np.maximum(0.0, D["ridge_scale"] - lam)
     b = np.einsum("tij,tj->ti", G, theta)[:, None, :] + s2 * zeta
@@ -484,6 +560,15 @@ def _adassp(
         b = b + np.sqrt(extra["residual_variance"])[:, None, None] * e
     A = G[:, None] + sG * xi + ridge_b[..., None, None] * np.eye(d)
     return _solve(A, b), extra
+
+
+@functools.cache
+def _symmetric_index(d: int) -> np.ndarray:
+    """Where entry (i, j) of a symmetric d x d matrix is in its ``triu_indices(d)`` list."""
+    rows, cols = np.triu_indices(d)
+    index = np.empty((d, d), dtype=np.intp)
+    index[rows, cols] = index[cols, rows] = np.arange(rows.size)
+    return index.ravel()
 
 
 def _residual_variance(rss: np.ndarray, n: int, d: int, bound_y2: float) -> np.ndarray:
@@ -544,8 +629,6 @@ def _sketch(
     q = np.einsum("ti,ti->t", gt, _solve(Gxx + eta2[:, None, None] * eye_d, theta))
     rss = np.maximum(schur * k / (k - d) - eta2 * (1.0 + q), 0.0)
     extra: dict[str, Any] = {"rss_normalised": rss}
-    gram = np.empty((t, B, p, p))
-    gram[..., :d, :d] = Gxx[:, None]
     if target == "population":
         sigma2 = _residual_variance(rss, public.n, d, 1.0)  # normalised units: |y/s| <= 1
         extra["residual_variance"] = sigma2 * scale**2
@@ -557,19 +640,33 @@ def _sketch(
     else:
         gxy = np.broadcast_to(gt[:, None, :], (t, B, d))
         gyy = np.broadcast_to((np.einsum("ti,ti->t", gt, theta) + rss)[:, None], (t, B))
-    gram[..., :d, d] = gxy
-    gram[..., d, :d] = gxy
-    gram[..., d, d] = gyy
     population = target == "population"
+    fast = _PATH == "fast"
+    if fast:
+        if linmix and population:  # lambda_min of the bordered Gram in V's basis
+            lam = bordered_min_eigenvalue(w, np.einsum("tji,tbj->tbi", V, gxy), gyy)
+        elif linmix:  # the empirical Gram is every replicate's: once per trial
+            lam = np.linalg.eigvalsh(_bordered(Gxx, gxy[:, 0], gyy[:, 0]))[:, None, 0]
+    else:
+        gram = _bordered(Gxx[:, None], gxy, gyy)
+        if linmix:
+            # the population Grams differ per replicate (no repeats to look for); the
+            # empirical one is the same for every replicate: decomposed once per trial
+            lam = (np.linalg.eigvalsh(gram) if population else _eigvalsh_shared(gram))[..., 0]
     if linmix:
-        # the population Grams differ per replicate (no repeats to look for); the
-        # empirical one is the same for every replicate: decomposed once per trial
-        lam = (np.linalg.eigvalsh(gram) if population else _eigvalsh_shared(gram))[..., 0]
         z = rng.standard_normal((t, B))
         lam_tilde = np.maximum(lam - D["eig_noise_std"] * (D["tau"] - z), 0.0)
         eta2_b = np.maximum(D["gamma"] - lam_tilde, 0.0)
     else:
         eta2_b = np.broadcast_to(eta2[:, None], (t, B))
+    if fast:  # x = B_xx^{-T} b drawn by its law, z / sqrt(chi^2_{k-d+1}) (bootstrap_kernel)
+        x = _standard_normals(rng, np.empty((t, B, d)))
+        x /= np.sqrt(rng.chisquare(k - d + 1, size=(t, B)))[..., None]
+        est, ok = sketch_solutions(V, w, gxy, gyy, eta2_b, x)
+        if not ok.all():
+            chi, low = _bartlett_draws(rng, (int((~ok).sum()),), p, k)
+            est[~ok] = _bordered_reference(V, w, gxy, gyy, eta2_b, ~ok, chi, low)
+        return est, extra
     if population:
         F = _eigen_factor(gram + eta2_b[..., None, None] * np.eye(p))
     else:
@@ -608,15 +705,32 @@ def _ihm(
     lam = np.maximum(w[:, :1] - D["gamma"] / math.sqrt(k) * (D["tau"] - z), 0.0)
     eta2_b = np.maximum(D["gamma"] - lam, 0.0)
     # F F^T = G + eta_b^2 I for every replicate from one eigendecomposition per trial
-    F = V[:, None] * np.sqrt(w[:, None, :] + eta2_b[..., None])[..., None, :]
+    r = np.sqrt(w[:, None, :] + eta2_b[..., None])
+    F = V[:, None] * r[..., None, :]
+    fast = _PATH == "fast"
     th = np.zeros((t, B, d))
     for _ in range(T):
-        H = _wishart(F, k, rng) / k
+        if fast:  # W^{-1} e_1 drawn by its law (bootstrap_kernel.ihm_solutions)
+            q = np.empty((t, B, d))
+            if d > 1:
+                q[..., 1:] = _standard_normals(rng, np.empty((t, B, d - 1)))
+                q[..., 1:] /= np.sqrt(rng.chisquare(k - d + 2, size=(t, B)))[..., None]
+            q[..., 0] = 1.0
+            q /= rng.chisquare(k - d + 1, size=(t, B))[..., None]
+        else:
+            chi, low = _bartlett_draws(rng, (t, B), d, k)
         g = np.einsum("tij,tbj->tbi", G, theta[:, None, :] - th)
         if D["variant"] == "paper":
             g = g - eta2_b[..., None] * th
         g = g + D["sigma"] * rng.standard_normal((t, B, d))
-        th = th + _solve(H, g)
+        if fast:
+            step, ok = ihm_solutions(V, r, g, q, k)
+            if not ok.all():  # near-singular F: the Wishart matrix formed and solved
+                chi, low = _bartlett_draws(rng, (int((~ok).sum()),), d, k)
+                step[~ok] = _solve(_wishart_from(F[~ok], chi, low) / k, g[~ok])
+        else:
+            step = _solve(_wishart_from(F, chi, low) / k, g)
+        th = th + step
     return th / public.bound_X, {}
 
 

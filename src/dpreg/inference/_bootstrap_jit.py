@@ -1,0 +1,80 @@
+"""The compiled kernel of :mod:`dpreg.inference.bootstrap_kernel` (numba, cached on disk).
+
+Imported on first use only (numba's import costs about 0.4 s of CPU); module-level
+functions so that numba's on-disk cache can hit (a kernel calling a kernel defined in a
+closure is recompiled in every process).
+"""
+
+# ruff: noqa: E741
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def secular(w, a, c, x):  # pragma: no cover - compiled
+    """f(x) = c - x - sum a_i^2 / (w_i - x) and f'(x); f = -inf at or past a pole."""
+    f = c - x
+    df = -1.0
+    for j in range(w.shape[0]):
+        aj = a[j]
+        if aj != 0.0:
+            den = w[j] - x
+            if not den > 0.0:
+                return -np.inf, -np.inf
+            q = aj / den
+            f -= aj * q
+            df -= q * q
+    return f, df
+
+
+@numba.njit(cache=True, nogil=True)
+def min_eig(w, a, c, out):  # pragma: no cover - compiled
+    # f is decreasing and concave below min(w): Newton steps from a point right of the
+    # root stay right of it and converge monotonically; a bracket [lo, hi] safeguards
+    # them (bisection wherever a step leaves it or a point lands past a pole).
+    t, nb, d = a.shape
+    for i in range(t):
+        wmin, wabs = np.inf, 0.0
+        for j in range(d):
+            wmin = min(wmin, w[i, j])
+            wabs = max(wabs, abs(w[i, j]))
+        for b in range(nb):
+            cc = c[i, b]
+            ab = a[i, b]
+            norm2 = 0.0
+            for j in range(d):
+                norm2 += ab[j] * ab[j]
+            hi = min(wmin, cc)
+            lo = hi - np.sqrt(norm2)  # Weyl: lambda_min >= min(w, c) - |a|
+            x = hi
+            tol = 2.2e-16 * (abs(cc) + wabs + np.sqrt(norm2))
+            if lo < hi - tol:  # the root within tol of hi (a clamped w with a residue of
+                f, df = secular(w[i], ab, cc, hi - tol)  # round-off size): done
+                if f > 0.0:
+                    out[i, b] = hi - 0.5 * tol
+                    continue
+            for _ in range(400):
+                if not lo < hi:
+                    break
+                f, df = secular(w[i], ab, cc, x)
+                if f > 0.0:
+                    lo = x
+                elif f == 0.0:
+                    lo = hi = x
+                    break
+                else:
+                    hi = x
+                if f < 0.0 and np.isfinite(f):
+                    step = f / df
+                    xn = x - step
+                    if abs(step) <= tol:
+                        x = xn
+                        break
+                else:
+                    xn = np.nan
+                if not lo < xn < hi:
+                    xn = 0.5 * (lo + hi)
+                    if not lo < xn < hi:
+                        break
+                x = xn
+            out[i, b] = x if lo <= x <= hi else 0.5 * (lo + hi)

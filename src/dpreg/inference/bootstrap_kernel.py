@@ -1,0 +1,223 @@
+r"""Per-replicate algebra of the sketch and IHM bootstraps in O(d^2), drawn by law.
+
+The bootstrap of linear mixing, Sheffet's sketch and IHM (:mod:`dpreg.inference.bootstrap`)
+draws per replicate a Wishart matrix :math:`M = FBB^\top F^\top` (Bartlett: :math:`B`
+lower triangular, :math:`BB^\top\sim\mathrm{Wishart}(k, I)`) and solves a system of it;
+the reference path forms :math:`M` and solves with :func:`numpy.linalg.eigh` factors and
+:func:`~dpreg.estimators._linalg.solve_symmetric_batch` (several LAPACK calls of
+:math:`O(p^3)` per replicate). Here (docs/inference.md, "Replicates"):
+
+* **Sketch** (:func:`sketch_solutions`): with the plug-in Gram
+  :math:`\Sigma_b = \begin{pmatrix}G_{xx} & g_b\\ g_b^\top & c_b\end{pmatrix} + \eta_b I`,
+  :math:`G_{xx} = V\mathrm{diag}(w)V^\top`, and the *bordered* factor
+  :math:`F = \begin{pmatrix}V\mathrm{diag}(r) & 0\\ l^\top & s\end{pmatrix}`,
+  :math:`r = \sqrt{w + \eta_b}`, :math:`l = r^{-1}\odot V^\top g_b`,
+  :math:`s^2 = c_b + \eta_b - |l|^2` (so :math:`FF^\top = \Sigma_b`), the solution of
+  :math:`M_{xx}\theta = M_{xy}` is
+  :math:`\theta_b = V\,\mathrm{diag}(r)^{-1}(l + s\,x)`, :math:`x = B_{xx}^{-\top}b`, with
+  :math:`B_{xx}` the leading :math:`d\times d` block of :math:`B` and :math:`b` its last
+  row's first :math:`d` entries (:math:`M_{xx} = F_{xx}B_{xx}B_{xx}^\top F_{xx}^\top`,
+  :math:`M_{xy} = F_{xx}B_{xx}(B_{xx}^\top l + s\,b)`). Given :math:`W = B_{xx}B_{xx}^\top
+  \sim\mathrm{Wishart}_d(k, I)`, :math:`x\sim\mathcal N(0, W^{-1})`; its law is spherical
+  and :math:`|x|^2 = |z|^2\,(u^\top W^{-1}u)` with :math:`1/(u^\top W^{-1}u)\sim
+  \chi^2_{k-d+1}` independent of the direction :math:`u` (Muirhead, *Aspects of
+  Multivariate Statistical Theory*, 1982, Thm 3.2.12), so :math:`x` has the law of
+  :math:`z/\sqrt{\chi^2_{k-d+1}}`, :math:`z\sim\mathcal N(0, I_d)`: d normals and one
+  chi-square per replicate instead of the :math:`(d+1)(d+2)/2` draws of :math:`B`.
+* **IHM** (:func:`ihm_solutions`): :math:`H = FWF^\top/k` with
+  :math:`F = V\mathrm{diag}(r)` and :math:`W\sim\mathrm{Wishart}_d(k, I)`, so
+  :math:`H^{-1}g = k\,V\mathrm{diag}(r)^{-1}W^{-1}v`, :math:`v = \mathrm{diag}(r)^{-1}
+  V^\top g`. For :math:`W` independent of :math:`v` and any orthogonal :math:`R` with
+  :math:`Re_1 = u = v/|v|`, :math:`W^{-1}u` has the law of :math:`RW^{-1}e_1` (rotation
+  invariance), and partitioning :math:`W` after its first coordinate,
+  :math:`W^{-1}e_1 = (1, -W_{22}^{-1}w_{21})/w_{11\cdot 2}` with
+  :math:`w_{11\cdot 2}\sim\chi^2_{k-d+1}` independent of :math:`W_{22}^{-1}w_{21}`, which
+  has the law of :math:`z/\sqrt{\chi^2_{k-d+2}}` (as above, in dimension d - 1; Muirhead
+  1982, Thms 3.2.10 and 3.2.12): two chi-squares and d - 1 normals per replicate and step
+  instead of the :math:`d(d+1)/2` draws of :math:`B`; :math:`R` is a Householder
+  reflection (O(d)).
+* **The eigenvalue test** (:func:`bordered_min_eigenvalue`, compiled):
+  :math:`\lambda_{\min}` of :math:`\Sigma_b - \eta_b I` is that of the arrowhead matrix
+  :math:`\begin{pmatrix}\mathrm{diag}(w) & a\\ a^\top & c\end{pmatrix}`,
+  :math:`a = V^\top g_b` (an orthogonal similarity), the root below
+  :math:`\min(w, c)` of the secular equation :math:`c - \lambda - \sum_i a_i^2/(w_i -
+  \lambda) = 0` (decreasing and concave there: safeguarded Newton steps from the right);
+  its absolute error is of order :math:`u(|c| + |\lambda|)`, as LAPACK's.
+
+Only replicates whose system is far from the singular cut-off :math:`d\,\varepsilon` of
+the estimators' rule (where the reference would solve, not pseudo-invert) are solved here:
+those with :math:`r_{\min}\ge` :data:`MIN_RATIO` :math:`r_{\max}`. The others are
+flagged and the caller forms and solves their Wishart matrices (the reference path).
+Tested in ``tests/unit/test_bootstrap_kernel.py``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MIN_RATIO",
+    "bordered_min_eigenvalue",
+    "ihm_solutions",
+    "sketch_solutions",
+]
+
+#: Smallest ratio r_min / r_max of the replicates solved here: the condition number of
+#: the factor F (F_xx) is then at most 1e4 (that of the system at most 1e8 times the
+#: Wishart_d(k, I) draw's; a draw of condition above about 4e6 -- far in its tail for the
+#: k >= d + 1 of the estimators -- would make the rule pseudo-invert it).
+MIN_RATIO = 1e-4
+
+
+@cache
+def _kernels() -> Any:
+    """Import the compiled kernels (:mod:`dpreg.inference._bootstrap_jit`) on first use."""
+    from dpreg.inference import _bootstrap_jit
+
+    return _bootstrap_jit
+
+
+def _f64(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def bordered_min_eigenvalue(w: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.ndarray:
+    r"""Smallest eigenvalue of the arrowhead matrices ``[[diag(w[t]), a[t, b]], [a', c[t, b]]]``.
+
+    Parameters
+    ----------
+    w : ndarray, shape (t, d)
+    a : ndarray, shape (t, B, d)
+    c : ndarray, shape (t, B)
+
+    Returns
+    -------
+    ndarray, shape (t, B)
+        The root below ``min(w, c)`` of the secular equation (module docstring), equal to
+        :func:`numpy.linalg.eigvalsh`'s smallest eigenvalue to round-off.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> w, a, c = np.array([[1.0, 2.0]]), np.array([[[0.5, 0.0]]]), np.array([[3.0]])
+    >>> S = np.array([[1.0, 0.0, 0.5], [0.0, 2.0, 0.0], [0.5, 0.0, 3.0]])
+    >>> bool(np.isclose(bordered_min_eigenvalue(w, a, c)[0, 0], np.linalg.eigvalsh(S)[0]))
+    True
+    """
+    w, a, c = _f64(w), _f64(a), _f64(c)
+    t, nb, d = a.shape
+    if w.shape != (t, d) or c.shape != (t, nb):
+        raise ValueError(f"w must be (t, d) and c (t, B) for a of shape {a.shape}")
+    out = np.empty((t, nb))
+    _kernels().min_eig(w, a, c, out)
+    return out
+
+
+def sketch_solutions(
+    V: np.ndarray,
+    w: np.ndarray,
+    g: np.ndarray,
+    c: np.ndarray,
+    eta: np.ndarray,
+    x: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Solutions :math:`V\mathrm{diag}(r)^{-1}(l + s\,x)` of the sketch replicates.
+
+    With :math:`x = B_{xx}^{-\top}b` this is :math:`M_{xx}^{-1}M_{xy}` for :math:`M =
+    FBB^\top F^\top`, F the bordered factor (module docstring); the bootstrap draws
+    :math:`x` directly by its law, :math:`z/\sqrt{\chi^2_{k-d+1}}`.
+
+    Parameters
+    ----------
+    V, w : ndarray, shapes (t, d, d), (t, d)
+        :math:`G_{xx} = V\mathrm{diag}(w)V^\top`, ``w >= 0``.
+    g, c, eta : ndarray, shapes (t, B, d), (t, B), (t, B)
+        Each replicate's :math:`g_b`, :math:`c_b` and shift :math:`\eta_b \ge 0`.
+    x : ndarray, shape (t, B, d)
+
+    Returns
+    -------
+    theta : ndarray, shape (t, B, d)
+    ok : ndarray of bool, shape (t, B)
+        Replicates with :math:`r_{\min} \ge` :data:`MIN_RATIO` :math:`r_{\max} > 0` and a
+        finite solution (their system is far from singular); ``theta`` is undefined
+        elsewhere and the caller solves those by the reference.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V, w = np.eye(1)[None], np.array([[2.0]])
+    >>> g, c, eta = np.array([[[1.0]]]), np.array([[1.0]]), np.array([[0.0]])
+    >>> B = np.array([[3.0, 0.0], [0.5, 2.0]])  # a Bartlett factor; x = B_xx^{-T} b
+    >>> theta, ok = sketch_solutions(V, w, g, c, eta, np.array([[[0.5 / 3.0]]]))
+    >>> F = np.array([[np.sqrt(2.0), 0.0], [1 / np.sqrt(2.0), np.sqrt(0.5)]])
+    >>> M = F @ B @ B.T @ F.T
+    >>> bool(ok[0, 0]), bool(np.isclose(theta[0, 0, 0], M[0, 1] / M[0, 0]))
+    (True, True)
+    """
+    r = np.sqrt(np.maximum(w[:, None, :] + eta[..., None], 0.0))
+    ok = r.min(axis=-1) >= MIN_RATIO * r.max(axis=-1)
+    ok &= r.min(axis=-1) > 0.0
+    safe = np.where(ok[..., None], r, 1.0)
+    v = np.einsum("tji,tbj->tbi", V, g) / safe
+    s = np.sqrt(np.maximum(c + eta - np.einsum("tbi,tbi->tb", v, v), 0.0))
+    v += s[..., None] * x
+    v /= safe
+    theta = np.einsum("tij,tbj->tbi", V, v)
+    ok &= np.isfinite(theta).all(axis=-1)
+    return theta, ok
+
+
+def ihm_solutions(
+    V: np.ndarray, r: np.ndarray, g: np.ndarray, q: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""IHM's steps :math:`H^{-1}g`, :math:`H = FWF^\top/k`, :math:`F = V\mathrm{diag}(r)`, by law.
+
+    :math:`H^{-1}g = k\,V\mathrm{diag}(r)^{-1}\,W^{-1}v`, :math:`v = \mathrm{diag}(r)^{-1}
+    V^\top g`, and for :math:`W\sim\mathrm{Wishart}_d(k, I)` independent of :math:`v`,
+    :math:`W^{-1}v` has the law of :math:`|v|\,\sigma R_h q` with ``q`` a draw of
+    :math:`W^{-1}e_1` and :math:`R_h` the reflection with :math:`R_he_1 = \sigma u`,
+    :math:`u = v/|v|` (module docstring).
+
+    Parameters
+    ----------
+    V : ndarray, shape (t, d, d)
+    r : ndarray, shape (t, B, d)
+    g : ndarray, shape (t, B, d)
+    q : ndarray, shape (t, B, d)
+        Draws of :math:`W^{-1}e_1`: :math:`(1, z/\sqrt{c_2})/c_1` with
+        :math:`c_1\sim\chi^2_{k-d+1}`, :math:`c_2\sim\chi^2_{k-d+2}`,
+        :math:`z\sim\mathcal N(0, I_{d-1})`.
+    k : int
+
+    Returns
+    -------
+    step : ndarray, shape (t, B, d)
+    ok : ndarray of bool, shape (t, B)
+        As :func:`sketch_solutions`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> V, r, g = np.eye(1)[None], np.array([[[2.0]]]), np.array([[[1.0]]])
+    >>> step, ok = ihm_solutions(V, r, g, np.array([[[1.0 / 9.0]]]), k=4)  # W = 9
+    >>> bool(np.isclose(step[0, 0, 0], 1.0 / 9.0)), bool(ok[0, 0])  # H = 4 * 9 / 4
+    (True, True)
+    """
+    rmin, rmax = r.min(axis=-1), r.max(axis=-1)
+    ok = (rmin >= MIN_RATIO * rmax) & (rmin > 0.0)
+    safe = np.where(ok[..., None], r, 1.0)
+    v = np.einsum("tji,tbj->tbi", V, g) / safe
+    norm = np.sqrt(np.einsum("tbi,tbi->tb", v, v))
+    u = v / np.where(norm > 0.0, norm, 1.0)[..., None]
+    sign = np.where(u[..., 0] >= 0.0, 1.0, -1.0)
+    h = sign[..., None] * u  # h = e_1 + sign u (no cancellation): R_h e_1 = -sign u
+    h[..., 0] += 1.0
+    coef = 2.0 * np.einsum("tbi,tbi->tb", h, q) / np.einsum("tbi,tbi->tb", h, h)
+    w_inv_v = (-sign * norm)[..., None] * (q - coef[..., None] * h)
+    step = float(k) * np.einsum("tij,tbj->tbi", V, w_inv_v / safe)
+    ok &= np.isfinite(step).all(axis=-1)
+    return step, ok

@@ -1,0 +1,292 @@
+"""The bootstrap's compiled replicates (dpreg.inference.bootstrap_kernel) against the reference.
+
+Three levels: each kernel against the numpy computation it replaces (LAPACK eigenvalues,
+the Wishart matrix formed and solved by the estimators' rule), equal to round-off; IHM's
+whole bootstrap, whose draws are unchanged, equal to round-off; and linear mixing and
+Sheffet's sketch, whose Wishart draws go through another square root of the same matrix
+(the same law, not the same values), by two-sample tests against the reference path with
+levels from their standard errors.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpreg.estimators import get_estimator
+from dpreg.estimators.methods import PublicInputs
+from dpreg.inference import bootstrap as boot
+from dpreg.inference.bootstrap_kernel import (
+    bordered_min_eigenvalue,
+    ihm_solutions,
+    sketch_solutions,
+)
+from dpreg.privacy.budgets import ApproxDP
+
+U = np.finfo(np.float64).eps / 2
+
+
+def _plug_in(rng: np.random.Generator, d: int, zeros: int, repeated: bool):
+    """``G = V diag(w) V'`` with ``zeros`` eigenvalues clamped at 0 (and repeated ones)."""
+    A = rng.normal(size=(d, d))
+    w, V = np.linalg.eigh(A @ A.T)
+    if repeated:
+        w[:] = w[-1]
+    w[:zeros] = 0.0
+    return w, V
+
+
+def _bartlett(rng: np.random.Generator, lead: tuple[int, ...], p: int, k: int):
+    return boot._bartlett_draws(rng, lead, p, k)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    d=st.integers(1, 11),
+    zeros=st.integers(0, 11),
+    repeated=st.booleans(),
+    log_scale=st.integers(-8, 2),
+    in_range=st.booleans(),
+)
+def test_min_eigenvalue_of_the_bordered_gram_is_lapacks(
+    seed, d, zeros, repeated, log_scale, in_range
+):
+    rng = np.random.default_rng(seed)
+    w, V = _plug_in(rng, d, min(zeros, d), repeated)
+    B = 40
+    g = rng.normal(size=(B, d)) * 10.0**log_scale
+    if in_range:  # g in the range of G (as the simulated X'y): no component on w = 0
+        g = (V * w) @ rng.normal(size=(d, B)) * 10.0**log_scale
+        g = g.T
+    c = rng.uniform(0.0, 3.0, size=B) + np.einsum("bi,bi->b", g, g)
+    S = np.empty((B, d + 1, d + 1))
+    S[:, :d, :d] = (V * w) @ V.T
+    S[:, :d, d] = S[:, d, :d] = g
+    S[:, d, d] = c
+    eig = np.linalg.eigvalsh(S)
+    lam = bordered_min_eigenvalue(w[None], np.einsum("ji,bj->bi", V, g)[None], c[None])[0]
+    norm = np.abs(eig).max(axis=1)
+    np.testing.assert_array_less(np.abs(lam - eig[:, 0]), 64 * (d + 1) * U * norm + 1e-300)
+
+
+def _bartlett_x(chi: np.ndarray, low: np.ndarray, d: int) -> np.ndarray:
+    """x = B_xx^{-T} b from Bartlett draws of a (d + 1) x (d + 1) factor (numpy solve)."""
+    lead = chi.shape[:-1]
+    Bf = np.zeros((*lead, d + 1, d + 1))
+    idx = np.arange(d + 1)
+    Bf[..., idx, idx] = chi
+    rows, cols = np.tril_indices(d + 1, -1)
+    Bf[..., rows, cols] = low
+    Bxx_t = np.swapaxes(Bf[..., :d, :d], -1, -2)
+    return np.linalg.solve(Bxx_t, Bf[..., d, :d][..., None])[..., 0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    d=st.integers(1, 10),
+    zeros=st.integers(0, 10),
+    repeated=st.booleans(),
+    k_extra=st.integers(0, 300),
+)
+def test_sketch_solutions_solve_the_formed_wishart_system(seed, d, zeros, repeated, k_extra):
+    """With x = B_xx^{-T} b, theta_b equals M_xx^{-1} M_xy for M = F B B' F' formed and
+    solved by the estimators' rule, F the bordered factor (F F' = the shifted Gram)."""
+    rng = np.random.default_rng(seed)
+    w, V = _plug_in(rng, d, min(zeros, d), repeated)
+    B, p, k = 50, d + 1, d + 1 + k_extra
+    theta = rng.normal(size=d)
+    g = (V * w) @ V.T @ theta + ((V * np.sqrt(w)) @ rng.normal(size=(d, B))).T  # (B, d)
+    c = np.einsum("bi,i->b", g, theta) + rng.uniform(0.01, 1.0, size=B)
+    eta = np.where(rng.uniform(size=B) < 0.3, 0.0, rng.uniform(0, 1, size=B))
+    chi, low = _bartlett(rng, (B,), p, k)
+    x = _bartlett_x(chi, low, d)
+    est, ok = sketch_solutions(V[None], w[None], g[None], c[None], eta[None], x[None])
+    mask = np.ones((1, B), dtype=bool)
+    ref = boot._bordered_reference(V[None], w[None], g[None], c[None], eta[None], mask, chi, low)
+    r = np.sqrt(w + eta[:, None])
+    est, ok = est[0], ok[0]
+    assert not ok[r.min(1) == 0].any()  # a zero in r is never solved here
+    assert ok[(r.min(1) > 0) & (r.min(1) >= 1e-3 * r.max(1))].all()
+    if ok.any():
+        # forward errors of order u times the condition of M_xx, at most
+        # (r_max / r_min)^2 kappa(W_xx)
+        W = boot._wishart_from(np.broadcast_to(np.eye(p), (B, p, p)), chi, low)
+        ratio = r.max(1)[ok] / r.min(1)[ok]  # r_min > 0 where ok
+        cond = np.linalg.cond(W[:, :d, :d])[ok] * ratio**2
+        tol = 64 * U * cond[:, None] * (np.abs(ref[ok]).max() + 1e-300)
+        assert np.all(np.abs(est[ok] - ref[ok]) < tol)
+
+
+@pytest.mark.parametrize(("d", "k"), [(1, 2), (3, 4), (3, 12), (10, 53)])
+def test_the_solutions_noise_has_the_law_drawn(d, k):
+    """x = B_xx^{-T} b (B Bartlett of Wishart_{d+1}(k, I)) has the law of
+    z / sqrt(chi^2_{k-d+1}): 20,000 independent draws of each; z-tests of the mean of
+    arctan x_j, (arctan x_j)^2 (bounded: x is heavy-tailed when k - d is small) and
+    log|x|^2, and a KS test of log|x|^2 (family-wise level about 1e-3)."""
+    m = 20_000
+    rng = np.random.default_rng(d * 1000 + k)
+    chi, low = boot._bartlett_draws(rng, (m,), d + 1, k)
+    a = _bartlett_x(chi, low, d)
+    b = rng.standard_normal((m, d)) / np.sqrt(rng.chisquare(k - d + 1, size=m))[:, None]
+    # heavy tails at small k - d: compare bounded transforms (arctan) and log-norms
+    fa = np.column_stack([np.arctan(a), np.arctan(a) ** 2, np.log((a * a).sum(1))])
+    fb = np.column_stack([np.arctan(b), np.arctan(b) ** 2, np.log((b * b).sum(1))])
+    se = np.sqrt(fa.var(0, ddof=1) / m + fb.var(0, ddof=1) / m)
+    z = np.abs(fa.mean(0) - fb.mean(0)) / se
+    assert np.all(z < 4.0), z
+    assert _ks(fa[:, -1], fb[:, -1]) < 1.95
+
+
+def test_the_bordered_factor_is_a_square_root_of_the_shifted_gram():
+    rng = np.random.default_rng(3)
+    d, B = 4, 20
+    w, V = _plug_in(rng, d, 1, False)
+    theta = rng.normal(size=d)
+    g = np.broadcast_to((V * w) @ V.T @ theta, (B, d))
+    c = g @ theta + 0.3
+    eta = rng.uniform(0, 1, size=B)
+    # with B = I (chi = 1, low = 0) the formed Wishart matrix is F F' itself
+    chi, low = np.ones((B, d + 1)), np.zeros((B, d * (d + 1) // 2))
+    theta_b, ok = sketch_solutions(
+        V[None], w[None], g[None], c[None], eta[None], np.zeros((1, B, d))
+    )
+    exact = np.linalg.solve((V * w) @ V.T + eta[:, None, None] * np.eye(d), g[..., None])[..., 0]
+    assert ok.all()
+    np.testing.assert_allclose(theta_b[0], exact, rtol=1e-12)  # x = 0: Sigma_xx^{-1} Sigma_xy
+    r = np.sqrt(w + eta[:, None])
+    l = np.einsum("ji,bj->bi", V, g) / r  # noqa: E741
+    F = np.zeros((B, d + 1, d + 1))
+    F[:, :d, :d] = V * r[:, None, :]
+    F[:, d, :d] = l
+    F[:, d, d] = np.sqrt(c + eta - (l * l).sum(1))
+    S = np.zeros((B, d + 1, d + 1))
+    S[:, :d, :d] = (V * w) @ V.T + eta[:, None, None] * np.eye(d)
+    S[:, :d, d] = S[:, d, :d] = g
+    S[:, d, d] = c + eta
+    np.testing.assert_allclose(boot._wishart_from(F, chi, low), S, atol=1e-13)
+
+
+@pytest.mark.parametrize(("d", "k", "axis"), [(1, 3, 0), (3, 4, 1), (3, 20, 2), (10, 61, 3)])
+def test_ihm_steps_have_the_law_of_the_formed_solve(d, k, axis):
+    """k V diag(r)^{-1} W^{-1} v from the drawn W^{-1} e_1 and a reflection, against the
+    formed H = F W F'/k solved by the estimators' rule (W Bartlett): 20,000 steps each for
+    one (V, r, g) whose direction u is near e_1 (axis 0), near -e_1 or generic; z-tests of
+    the mean and second moment of arctan of every coordinate and of the log norm, KS of
+    the log norm (family-wise level about 1e-3)."""
+    m = 20_000
+    rng = np.random.default_rng(100 * d + k)
+    w, V = _plug_in(rng, d, 0, False)
+    r = np.broadcast_to(np.sqrt(w + 0.5), (1, m, d))
+    v = [np.eye(d)[0], -np.eye(d)[0] + 1e-9, rng.normal(size=d), rng.normal(size=d)][axis]
+    g = np.broadcast_to(V @ (r[0, 0] * v), (1, m, d))  # so diag(r)^{-1} V' g = v
+    c1 = rng.chisquare(k - d + 1, size=m)
+    q = np.column_stack([np.ones(m), rng.standard_normal((m, d - 1))])
+    q[:, 1:] /= np.sqrt(rng.chisquare(k - d + 2, size=m))[:, None]
+    step, ok = ihm_solutions(V[None], r, g, (q / c1[:, None])[None], k)
+    assert ok.all()
+    chi, low = boot._bartlett_draws(rng, (m,), d, k)
+    F = V[None] * r[0][:, None, :]
+    ref = boot._solve(boot._wishart_from(F, chi, low) / k, g[0])
+    fa = np.column_stack(
+        [np.arctan(step[0]), np.arctan(step[0]) ** 2, np.log((step[0] ** 2).sum(1))]
+    )
+    fb = np.column_stack([np.arctan(ref), np.arctan(ref) ** 2, np.log((ref**2).sum(1))])
+    se = np.sqrt(fa.var(0, ddof=1) / m + fb.var(0, ddof=1) / m)
+    z = np.abs(fa.mean(0) - fb.mean(0)) / se
+    assert np.all(z < 4.0), z
+    assert _ks(fa[:, -1], fb[:, -1]) < 1.95
+
+
+# ----------------------------------------------------------------- whole bootstraps
+
+
+def _fit_and_public(estimator: str, n: int, d: int, trials: int, seed: int = 1):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(n, d)) / math.sqrt(d)
+    y = np.clip(X @ np.linspace(0.4, -0.3, d) + 0.2 * rng.normal(size=n), -1, 1)
+    kw = {"dynamic_k": False} if estimator == "linear_mixing" else {}
+    fit = get_estimator(estimator)(
+        X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(seed), trials=trials,
+        bound_X=1.0, bound_y=1.0, **kw,
+    )  # fmt: skip
+    public = PublicInputs(n=n, d=d, epsilon=1.0, delta=1e-6, bound_X=1.0, bound_y=1.0)
+    return fit, public
+
+
+def _run(fit, public, path, monkeypatch, seed, replicates, target="empirical"):
+    monkeypatch.setattr(boot, "_PATH", path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", boot.UncheckedRegimeWarning)
+        return boot.bootstrap_intervals(
+            fit, public=public, rng=np.random.default_rng(seed), replicates=replicates,
+            target=target, require_checked=False,
+        )  # fmt: skip
+
+
+def _paired_z(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|mean(a - b)| / SE per column; rows (trials) independent, a and b paired by row."""
+    diff = a - b
+    return np.abs(diff.mean(0)) / (diff.std(0, ddof=1) / math.sqrt(diff.shape[0]))
+
+
+def _ks(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sample Kolmogorov-Smirnov statistic times sqrt(m1 m2 / (m1 + m2))."""
+    both = np.sort(np.concatenate([a, b]))
+    fa = np.searchsorted(np.sort(a), both, side="right") / a.size
+    fb = np.searchsorted(np.sort(b), both, side="right") / b.size
+    return float(np.abs(fa - fb).max() * math.sqrt(a.size * b.size / (a.size + b.size)))
+
+
+@pytest.mark.parametrize(
+    ("estimator", "target", "solved_here"),
+    [
+        ("linear_mixing", "empirical", True),
+        ("linear_mixing", "population", True),
+        ("sheffet_sketch", "population", True),
+        ("ihm", "empirical", True),
+        ("linear_mixing", "population", False),
+        ("ihm", "empirical", False),
+    ],
+)
+def test_bootstrap_has_the_reference_law(estimator, target, solved_here, monkeypatch):
+    """The fast path moves the draws, not their law: the simulated estimates and the
+    interval lengths of 2,000 releases (one data set) agree with the reference's; also
+    with every replicate sent to the fallback (``solved_here=False``: the Wishart matrix
+    formed from the bordered factor or IHM's factor, and solved).
+
+    Independent seeds per path. Per coordinate, paired by trial: z-tests of the mean and
+    of the variance of the 50 replicates, of the interval length and of its square (12
+    tests), and a two-sample KS test of all 100,000 estimates. Family-wise level about
+    2e-3: z < 4.0 (two-sided 6e-5 per test) and KS < 1.95 (Kolmogorov law: 1e-3 per
+    coordinate; conservative, since the pooled estimates are stratified by trial).
+    """
+    d, trials, replicates = 3, 2000, 50
+    fit, public = _fit_and_public(estimator, 2000, d, trials)
+    if not solved_here:
+        import dpreg.inference.bootstrap_kernel as bk
+
+        monkeypatch.setattr(bk, "MIN_RATIO", math.inf)
+    fast = _run(fit, public, "fast", monkeypatch, 21, replicates, target)
+    monkeypatch.undo()
+    ref = _run(fit, public, "reference", monkeypatch, 22, replicates, target)
+    # per trial (one fit each, independent draws per path): the replicates' mean and
+    # variance, the interval length and its square; paired by trial across the paths
+    z = np.concatenate(
+        [
+            _paired_z(fast.estimates.mean(1), ref.estimates.mean(1)),
+            _paired_z(fast.estimates.var(1, ddof=1), ref.estimates.var(1, ddof=1)),
+            _paired_z(fast.upper - fast.lower, ref.upper - ref.lower),
+            _paired_z((fast.upper - fast.lower) ** 2, (ref.upper - ref.lower) ** 2),
+        ]
+    )
+    assert np.all(z < 4.0), z
+    est_f, est_r = fast.estimates.reshape(-1, d), ref.estimates.reshape(-1, d)
+    ks = [_ks(est_f[:, j], est_r[:, j]) for j in range(d)]
+    assert max(ks) < 1.95, ks
