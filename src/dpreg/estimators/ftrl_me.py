@@ -350,7 +350,11 @@ def solve_me(
     order = np.concatenate(groups)
     if method == "lbfgs":
         if k == 1:
-            gram, best_dual, its, ok = solve_single_dual(W, float(tol), int(max_iter))
+            # prefix sum: W^-1 = A^-1 A^-T, A^-1 = I - (subdiagonal of ones), bidiagonal
+            factor = (np.ones(T), -np.ones(T - 1)) if workload is None else None
+            gram, best_dual, its, ok = solve_single_dual(
+                W, float(tol), int(max_iter), inverse_factor=factor
+            )
         else:
             Wp = W[np.ix_(order, order)]
             grouped, _, best_dual, its, ok = solve_block_dual(
