@@ -11,6 +11,7 @@ from dpreg.estimators.ftrl_banded import (
     _band_of_gram_product,
     _band_of_product,
     _band_of_product_reference,
+    _banded_lower_inverse,
     _lower_inverse,
     banded_sensitivity_sq,
     max_separated_participations,
@@ -238,6 +239,30 @@ def test_band_of_gram_product_equals_the_band_of_the_gram(T, p, block, seed):
     scale = np.abs(G).max() ** 2 * np.abs(B).max() * T
     np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-13 * scale)
     np.testing.assert_allclose(fast, _band_of_product_reference(G.T @ G, B, p), atol=1e-13 * scale)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    T=st.integers(1, 50),
+    p=st.integers(1, 12),
+    block=st.integers(1, 16),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_banded_inverse_equals_trtri(T, p, block, seed):
+    rng = np.random.default_rng(seed)
+    p = min(p, T)
+    C = _random_banded(rng, T, p) + 2.0 * np.eye(T)
+    B = _banded_lower_inverse(C, p, block=block)
+    ref = _lower_inverse(C)
+    np.testing.assert_allclose(B, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    assert np.all(np.triu(B, 1) == 0.0)
+
+
+def test_banded_inverse_refuses_a_singular_encoder():
+    C = np.tril(np.ones((5, 5)))
+    C[2, 2] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="singular encoder"):
+        _banded_lower_inverse(C, 5)
 
 
 def test_solver_takes_the_triangular_path_for_lower_workloads(monkeypatch):

@@ -191,6 +191,31 @@ def _lower_inverse(C: np.ndarray) -> np.ndarray:
     return B
 
 
+def _banded_lower_inverse(C: np.ndarray, p: int, block: int = 128) -> np.ndarray:
+    r"""Inverse of a nonsingular lower-triangular ``C`` with ``p`` bands, by row blocks.
+
+    :math:`CB = I` row block :math:`I` by row block: :math:`C_{II}B_{I,<I} =
+    -C_{I,J}B_{J,<I}` with :math:`J` the at most ``p - 1`` rows above :math:`I` that
+    the band reaches, and :math:`B_{II} = C_{II}^{-1}`: one product of
+    :math:`(	ext{block} 	imes p)(p 	imes T)` and one triangular solve per block,
+    about :math:`(p + 	ext{block})T^2` flops in all, instead of ``trtri``'s
+    :math:`T^3/3` (:func:`_lower_inverse`, the reference; equal to round-off, tested).
+    """
+    T = C.shape[0]
+    if not np.all(np.diagonal(C) != 0):
+        raise np.linalg.LinAlgError("singular encoder (zero on the diagonal)")
+    B = np.zeros((T, T))
+    for I0 in range(0, T, block):
+        I1 = min(I0 + block, T)
+        lo = max(0, I0 - p + 1)
+        CII = C[I0:I1, I0:I1]
+        B[I0:I1, I0:I1] = _lower_inverse(np.asfortranarray(CII))
+        if I0:
+            R = C[I0:I1, lo:I0] @ B[lo:I0, :I0]
+            B[I0:I1, :I0] = -B[I0:I1, I0:I1] @ R
+    return B
+
+
 def _band_of_product(M: np.ndarray, B: np.ndarray, p: int, block: int = 128) -> np.ndarray:
     r"""Return :math:`P[j, l] = (MB^\top)_{j+l,\,j}` for ``l < p`` (0 where ``j + l >= T``).
 
@@ -387,7 +412,7 @@ def solve_banded_me(
 
         def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
             C, Cb = _assemble(x, T, p, index)
-            B = _lower_inverse(C)
+            B = _banded_lower_inverse(C, p)
             G = np.cumsum(B, axis=0) if prefix else A @ B
             f = float(np.sum(G**2))
             if lower:  # G = A B lower triangular
