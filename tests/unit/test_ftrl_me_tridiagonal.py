@@ -21,7 +21,7 @@ def _dense(lam, W):
 
 @settings(max_examples=40, deadline=None)
 @given(
-    T=st.integers(2, 60),
+    T=st.integers(1, 60),
     seed=st.integers(0, 2**32 - 1),
     spread=st.floats(0.0, 4.0),
     prefix=st.booleans(),
@@ -66,7 +66,7 @@ def test_largest_eigenvalues_are_relatively_accurate():
     np.testing.assert_allclose(ev[-5:], rayleigh, rtol=1e-13)
 
 
-@pytest.mark.parametrize("T, tol", [(64, 1e-8), (200, 1e-6)])
+@pytest.mark.parametrize("T, tol", [(1, 1e-8), (2, 1e-8), (64, 1e-8), (200, 1e-6)])
 def test_solve_single_dual_paths_agree(T, tol):
     A = prefix_matrix(T)
     W = A.T @ A

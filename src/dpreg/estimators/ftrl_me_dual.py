@@ -135,6 +135,8 @@ def eigh_from_inverse_factor(
     c = r * f  # C = Lambda^(-1/2) F: diagonal c, subdiagonal s (C[i + 1, i] = s_i)
     s = r[1:] * h
     diag = c * c
+    if diag.size == 1:  # T = 1 (stevd needs a subdiagonal)
+        return 1.0 / diag, np.ones((1, 1))
     diag[1:] += s * s
     w, Z, info = dstevd(diag, s * c[:-1], compute_v=1)
     if info != 0:
