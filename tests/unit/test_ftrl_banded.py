@@ -8,8 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpreg.estimators.ftrl_banded import (
+    _band_of_gradient,
+    _band_of_gram_product,
     _band_of_product,
     _band_of_product_reference,
+    _banded_lower_inverse,
     _lower_inverse,
     banded_sensitivity_sq,
     max_separated_participations,
@@ -217,6 +220,97 @@ def test_blocked_band_of_product_equals_the_per_lag_loop(T, p, block, seed):
         for lag in range(p):
             expected = full[j + lag, j] if j + lag < T else 0.0
             assert fast[j, lag] == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    T=st.integers(1, 40),
+    p=st.integers(1, 12),
+    block=st.integers(1, 16),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_band_of_gram_product_equals_the_band_of_the_gram(T, p, block, seed):
+    """The triangular path equals the band of (G^T G) B^T to round-off."""
+    rng = np.random.default_rng(seed)
+    p = min(p, T)
+    G = np.tril(rng.standard_normal((T, T)))
+    B = np.tril(rng.standard_normal((T, T)))
+    fast = _band_of_gram_product(G, B, p, block=block)
+    ref = _band_of_product(G.T @ G, B, p)
+    scale = np.abs(G).max() ** 2 * np.abs(B).max() * T
+    np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-13 * scale)
+    np.testing.assert_allclose(fast, _band_of_product_reference(G.T @ G, B, p), atol=1e-13 * scale)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    T=st.integers(1, 50),
+    p=st.integers(1, 12),
+    block=st.integers(1, 16),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_band_of_gradient_by_banded_solves_equals_the_product_path(T, p, block, seed):
+    rng = np.random.default_rng(seed)
+    p = min(p, T)
+    C = _random_banded(rng, T, p) + 3.0 * np.eye(T)
+    B = _lower_inverse(C)
+    G = np.tril(rng.standard_normal((T, T)))
+    fast = _band_of_gradient(G, C, p, block=block)
+    ref = _band_of_gram_product(G, B, p)
+    np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-12 * max(np.abs(ref).max(), 1.0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    T=st.integers(1, 50),
+    p=st.integers(1, 12),
+    block=st.integers(1, 16),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_banded_inverse_equals_trtri(T, p, block, seed):
+    rng = np.random.default_rng(seed)
+    p = min(p, T)
+    C = _random_banded(rng, T, p) + 2.0 * np.eye(T)
+    B = _banded_lower_inverse(C, p, block=block)
+    ref = _lower_inverse(C)
+    np.testing.assert_allclose(B, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    assert np.all(np.triu(B, 1) == 0.0)
+
+
+def test_banded_inverse_refuses_a_singular_encoder():
+    C = np.tril(np.ones((5, 5)))
+    C[2, 2] = 0.0
+    with pytest.raises(np.linalg.LinAlgError, match="singular encoder"):
+        _banded_lower_inverse(C, 5)
+
+
+def test_solver_takes_the_triangular_path_for_lower_workloads(monkeypatch):
+    import dpreg.estimators.ftrl_banded as banded
+
+    calls = []
+    original = banded._band_of_gradient
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(banded, "_band_of_gradient", spy)
+    T, k, b = 24, 2, 8
+    rng = np.random.default_rng(2)
+    sol = solve_banded_me(T, k, b, max_iter=5)  # prefix sum
+    assert calls
+    calls.clear()
+    solve_banded_me(T, k, b, workload=rng.standard_normal((T, T)), max_iter=5)  # dense A
+    assert calls == []
+
+    # the path does not change the iterates beyond round-off
+    def reference(G, C, p):  # the former path: trtri and the symmetric product G^T G
+        return banded._band_of_product(G.T @ G, banded._lower_inverse(C), p)
+
+    monkeypatch.setattr(banded, "_band_of_gradient", reference)
+    monkeypatch.setattr(banded, "_banded_lower_inverse", lambda C, p: banded._lower_inverse(C))
+    ref = solve_banded_me(T, k, b, max_iter=5)
+    assert sol.objective == pytest.approx(ref.objective, rel=1e-10)
 
 
 @pytest.mark.parametrize("workload", ["prefix", "random"])

@@ -79,3 +79,49 @@ def test_full_honaker_decoder_by_cholesky_equals_pinv_to_round_off(T):
     assert f.prefix_error == pytest.approx(float(np.sum(np.cumsum(ref, axis=0) ** 2)), rel=1e-12)
     with pytest.raises(ValueError, match="method"):
         _least_squares_decoder(f.encoder, method="qr")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 12),
+    seed=st.integers(0, 2**32 - 1),
+    log_scale=st.floats(-10.0, -3.0),
+    special=st.sampled_from([None, np.nan, np.inf, -np.inf]),
+)
+def test_identity_check_is_allclose(n, seed, log_scale, special):
+    from dpreg.estimators.ftrl_factorizations import _is_identity
+
+    rng = np.random.default_rng(seed)
+    P = np.eye(n) + 10.0**log_scale * rng.uniform(-3.0, 3.0, (n, n))
+    if special is not None and rng.random() < 0.5:
+        P[rng.integers(n), rng.integers(n)] = special
+    expected = np.allclose(P, np.eye(n), atol=1e-8)
+    assert _is_identity(P.copy(), atol=1e-8) == expected
+
+
+def test_a_decoder_that_is_not_the_inverse_is_refused():
+    from dpreg.estimators.ftrl_factorizations import MatrixFactorization
+
+    C = np.tril(np.ones((5, 5)))
+    B = np.linalg.inv(C)
+    MatrixFactorization("ok", C, B, anytime=True)
+    B[3, 1] += 2e-8
+    with pytest.raises(ValueError, match="decoder @ encoder must be the identity"):
+        MatrixFactorization("bad", C, B, anytime=True)
+
+
+def test_me_objective_by_triangular_solve_and_rank_check():
+    from dpreg.estimators.ftrl_factorizations import prefix_matrix
+    from dpreg.estimators.ftrl_me import solve_me
+
+    T = 40
+    for A in (None, momentum_cooldown_workload(T)):
+        sol = solve_me(T, workload=A, tol=1e-7)
+        workload = prefix_matrix(T) if A is None else A
+        W = workload.T @ workload
+        direct = float(np.trace(W @ np.linalg.inv(sol.gram)))
+        assert sol.objective == pytest.approx(direct, rel=1e-11)
+    A = momentum_cooldown_workload(T)
+    A[:, 3] = A[:, 2]  # rank deficient
+    with pytest.raises(ValueError, match="workload must have full column rank"):
+        solve_me(T, workload=A)

@@ -95,6 +95,25 @@ class _MultiParticipation:
         return multi_participation_sensitivity_sq(self.encoder, k, b, schema=schema)
 
 
+def _is_identity(P: np.ndarray, *, atol: float, rtol: float = 1e-5) -> bool:
+    """``np.allclose(P, I, rtol, atol)`` for a square ``P`` it may overwrite (same decision).
+
+    The same comparisons, ``|P_ij - I_ij| <= atol + rtol |I_ij|``, without ``isclose``'s
+    T x T temporaries (at T = 2000 a few ms instead of ~0.2 s; tested against
+    ``np.allclose``). NaN or infinite entries fail, as in ``np.allclose``.
+
+    Examples
+    --------
+    >>> _is_identity(np.eye(3) + 1e-9, atol=1e-8), _is_identity(np.eye(3) + 1e-7, atol=1e-8)
+    (True, False)
+    """
+    diag = np.diagonal(P) - 1.0
+    if not bool(np.all(np.abs(diag) <= atol + rtol * 1.0)):
+        return False
+    np.fill_diagonal(P, 0.0)
+    return bool(np.abs(P).max(initial=0.0) <= atol)
+
+
 @dataclass(frozen=True)
 class MatrixFactorization(_MultiParticipation):
     r"""A DP-FTRL factorization :math:`(B, C)` with :math:`BC = I` for a horizon ``T``.
@@ -120,7 +139,7 @@ class MatrixFactorization(_MultiParticipation):
         C, B = np.asarray(self.encoder, float), np.asarray(self.decoder, float)
         if C.ndim != 2 or B.shape != (C.shape[1], C.shape[0]):
             raise ValueError("need encoder (m, T) and decoder (T, m)")
-        if not np.allclose(B @ C, np.eye(C.shape[1]), atol=1e-8):
+        if not _is_identity(B @ C, atol=1e-8):
             raise ValueError("decoder @ encoder must be the identity (unbiased gradients)")
 
     @property

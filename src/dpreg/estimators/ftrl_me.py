@@ -65,6 +65,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from dpreg.estimators.ftrl_factorizations import (
     MatrixFactorization,
@@ -342,7 +343,9 @@ def solve_me(
     if A.shape != (T, T) or not np.all(np.isfinite(A)):
         raise ValueError(f"workload must be a finite ({T}, {T}) matrix")
     W = A.T @ A
-    if np.linalg.eigvalsh(W)[0] <= 1e-12 * np.abs(W).max():
+    # the prefix-sum matrix is unit lower triangular, of full rank: the check is for a
+    # given workload (an eigvalsh of T x T, ~0.6 s at T = 2000)
+    if workload is not None and np.linalg.eigvalsh(W)[0] <= 1e-12 * np.abs(W).max():
         raise ValueError("workload must have full column rank (A^T A positive definite)")
     start = time.perf_counter()
     p = len(groups[0])
@@ -350,7 +353,11 @@ def solve_me(
     order = np.concatenate(groups)
     if method == "lbfgs":
         if k == 1:
-            gram, best_dual, its, ok = solve_single_dual(W, float(tol), int(max_iter))
+            # prefix sum: W^-1 = A^-1 A^-T, A^-1 = I - (subdiagonal of ones), bidiagonal
+            factor = (np.ones(T), -np.ones(T - 1)) if workload is None else None
+            gram, best_dual, its, ok = solve_single_dual(
+                W, float(tol), int(max_iter), inverse_factor=factor
+            )
         else:
             Wp = W[np.ix_(order, order)]
             grouped, _, best_dual, its, ok = solve_block_dual(
@@ -428,7 +435,8 @@ def _certified_solution(
     """Recompute the objective of ``gram`` and check the certificate (both methods)."""
     # the returned point's own objective (Cholesky), never trusted from the iteration
     Lg = np.linalg.cholesky(gram)
-    objective = float(np.sum(np.linalg.solve(Lg, A.T) ** 2))
+    # a triangular solve (T^3 flops; numpy's solve would factor Lg again by LU)
+    objective = float(np.sum(solve_triangular(Lg, A.T, lower=True, check_finite=False) ** 2))
     solution = MESolution(
         gram=gram,
         objective=objective,
