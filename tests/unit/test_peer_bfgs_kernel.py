@@ -129,3 +129,18 @@ def test_outside_the_replica_scipy_runs():
     c0, c1, c2 = _problem(5, 0, "indefinite", 1.0)
     assert kern.minimise_compiled(c0, c1, np.asfortranarray(c2)) is None
     assert kern.minimise_compiled(c0, c1[::-1], c2) is None
+
+
+def test_another_scipy_release_is_left_to_scipy(monkeypatch):
+    import scipy
+
+    monkeypatch.setattr(scipy, "__version__", "1.18.0")
+    kern.kernel_available.cache_clear()
+    try:
+        assert not kern.kernel_available()
+        c0, c1, c2 = _problem(4, 1, "indefinite", 1.0)
+        assert kern.minimise_compiled(c0, c1, c2) is None
+    finally:
+        monkeypatch.undo()
+        kern.kernel_available.cache_clear()
+    assert kern.kernel_available()

@@ -24,8 +24,12 @@ raising), the kernel returns ``False`` and the caller runs scipy itself. Inside
 ``_cubicmin`` / ``_quadmin`` (run under ``np.errstate(..., 'raise')`` by scipy) an
 intermediate that is not finite means scipy raised and returned None, and so does the
 replica. Given the same coefficients the result is scipy's to the bit
-(``tests/unit/test_peer_bfgs_kernel.py``: random problems convex and not, the status-2
-stops, the benchmark's datasets).
+(``tests/unit/test_peer_bfgs_kernel.py``: random problems convex and not, the
+mechanism's own coefficients with status-2 stops and convex ones; the benchmark's
+datasets and jobs in docs/scaling.md).
+
+One module on purpose: numba's on-disk cache checks only the file of the function it
+compiled, so a replica split over files could keep a stale compiled callee after an edit.
 """
 
 from __future__ import annotations
@@ -44,21 +48,43 @@ from dpreg.estimators.numpy_blas_kernel import (
     intrinsics,
 )
 
-__all__ = ["kernel_available", "minimise_compiled"]
+__all__ = ["SCIPY_REPLICATED", "kernel_available", "minimise_compiled"]
 
 _ALPHA_SAFE = 1e50
 """Interpolation steps must lie in [1/_ALPHA_SAFE, _ALPHA_SAFE] (or be 0) for the replica."""
 
 
+SCIPY_REPLICATED = (1, 17)
+"""The scipy release whose BFGS and line searches the kernel replays (major, minor)."""
+
+
+@cache
 def kernel_available() -> bool:
-    """Whether the compiled BFGS can run here (numpy's BLAS reachable and checked).
+    """Whether the compiled BFGS can run here.
+
+    Needs scipy 1.17 (:data:`SCIPY_REPLICATED`: another release may change the algorithm),
+    numpy's BLAS reachable and giving numpy's bits
+    (:func:`~dpreg.estimators.numpy_blas_kernel.blas_available`), and the compiled
+    pairwise sum equal to ``ndarray.sum()`` on a few sizes.
 
     Examples
     --------
     >>> isinstance(kernel_available(), bool)
     True
     """
-    return blas_available()
+    import scipy
+
+    if tuple(int(part) for part in scipy.__version__.split(".")[:2]) != SCIPY_REPLICATED:
+        return False
+    if not blas_available():
+        return False
+    _kernel()
+    rng = np.random.default_rng(20261126)
+    for n in (5, 100, 1000, 16641):
+        a = rng.normal(size=n) * 10.0 ** rng.uniform(-8, 8, size=n)
+        if np.float64(np_sum(a)).tobytes() != np.float64(a.sum()).tobytes():
+            return False
+    return True
 
 
 # ---- the replica (plain Python here; compiled by _kernel) --------------------
@@ -250,8 +276,6 @@ def bfgs(c0, c1, c2, x_out):  # noqa: C901
     ctx = (c1, c2, c2f, np.empty(d * d), np.empty(d), np.empty(d), np.empty(d),
            np.empty(d), st, np.empty(d), np.empty(d))  # fmt: skip
     work, sq, mv, cx, cg, gval = ctx[3], ctx[4], ctx[5], ctx[6], ctx[7], ctx[10]
-    c1_ls, c2_ls = 1e-4, 0.9
-
     xk = np.zeros(d)
     ensure(xk, cx, st, c0, c1, c2f, work, sq)
     grad_cached(cx, st, cg, c1, c2, mv)
@@ -273,116 +297,15 @@ def bfgs(c0, c1, c2, x_out):  # noqa: C901
             pk[i] = -pk[i]
             if not finite(pk[i]):
                 return False
-        # ---- line_search_wolfe1: scalar_search_wolfe1 + DCSRCH ----------------
+        # ---- line_search_wolfe1 (scalar_search_wolfe1 + DCSRCH), then wolfe2 ------
         derphi0 = np_dot(gfk, pk)
         if not finite(derphi0):
             return False
         phi0 = old_fval
-        if derphi0 != 0:
-            alpha1 = pymin(1.0, 1.01 * 2 * (phi0 - old_old_fval) / derphi0)
-            if alpha1 < 0:
-                alpha1 = 1.0
-        else:
-            alpha1 = 1.0
-        if not finite(alpha1):
+        status, alpha_k, new_fval, have_grad = wolfe1(ctx, xk, pk, phi0, old_old_fval, derphi0)
+        if status < 0:
             return False
-        found = False
-        alpha_k = 0.0
-        new_fval = 0.0
-        have_grad = False
-        stp = alpha1
-        ftol, gtol, xtol, stpmin, stpmax = c1_ls, c2_ls, 1e-14, 1e-100, 1e100
-        if not (stp < stpmin or stp > stpmax or derphi0 >= 0):
-            brackt = False
-            stage = 1
-            finit = phi0
-            ginit = derphi0
-            gtest = ftol * ginit
-            width = stpmax - stpmin
-            width1 = width / 0.5
-            stx, fx, gx = 0.0, finit, ginit
-            sty, fy, gy = 0.0, finit, ginit
-            stmin = 0.0
-            stmax = stp + 4.0 * stp
-            if not finite(stmax):
-                return False
-            f = phi(ctx, xk, pk, stp)
-            g = derphi(ctx, xk, pk, stp)
-            if bad(ctx) or not finite(g):
-                return False
-            it = 1
-            while True:
-                # DCSRCH._iterate at (stp, f, g)
-                ftest = finit + stp * gtest
-                if not finite(ftest):
-                    return False
-                if stage == 1 and f <= ftest and g >= 0:
-                    stage = 2
-                warn = False
-                if brackt and (stp <= stmin or stp >= stmax):
-                    warn = True
-                if brackt and stmax - stmin <= xtol * stmax:
-                    warn = True
-                if stp == stpmax and f <= ftest and g <= gtest:
-                    warn = True
-                if stp == stpmin and (f > ftest or g >= gtest):
-                    warn = True
-                if f <= ftest and abs(g) <= gtol * -ginit:
-                    found = True
-                    alpha_k = stp
-                    new_fval = f
-                    have_grad = True
-                    break
-                if warn:
-                    break
-                if stage == 1 and f <= fx and f > ftest:
-                    fm = f - stp * gtest
-                    fxm = fx - stx * gtest
-                    fym = fy - sty * gtest
-                    gm = g - gtest
-                    gxm = gx - gtest
-                    gym = gy - gtest
-                    ok, stx, fxm, gxm, sty, fym, gym, stp, brackt = dcstep(
-                        stx, fxm, gxm, sty, fym, gym, stp, fm, gm, brackt, stmin, stmax
-                    )
-                    fx = fxm + stx * gtest
-                    fy = fym + sty * gtest
-                    gx = gxm + gtest
-                    gy = gym + gtest
-                else:
-                    ok, stx, fx, gx, sty, fy, gy, stp, brackt = dcstep(
-                        stx, fx, gx, sty, fy, gy, stp, f, g, brackt, stmin, stmax
-                    )
-                if not ok:
-                    return False
-                if brackt:
-                    if abs(sty - stx) >= 0.66 * width1:
-                        stp = stx + 0.5 * (sty - stx)
-                    width1 = width
-                    width = abs(sty - stx)
-                if brackt:
-                    stmin = pymin(stx, sty)
-                    stmax = pymax(stx, sty)
-                else:
-                    stmin = stp + 1.1 * (stp - stx)
-                    stmax = stp + 4.0 * (stp - stx)
-                stp = np_clip(stp, stpmin, stpmax)
-                if (brackt and (stp <= stmin or stp >= stmax)) or (
-                    brackt and stmax - stmin <= xtol * stmax
-                ):
-                    stp = stx
-                for v in (fx, gx, fy, gy, stx, sty, stmin, stmax, width, width1):
-                    if not finite(v):
-                        return False
-                if not finite(stp):
-                    return False  # scipy: a WARN; kept out of the replica
-                f = phi(ctx, xk, pk, stp)
-                g = derphi(ctx, xk, pk, stp)
-                if bad(ctx) or not finite(g):
-                    return False
-                it += 1
-                if it >= 100:
-                    break  # dcsrch did not converge within 100 iterations
+        found = status == 1
         if not found:
             # ---- line_search_wolfe2: scalar_search_wolfe2 + _zoom -------------
             status, alpha_k, new_fval, have_grad = wolfe2(ctx, xk, pk, phi0, old_old_fval, derphi0)
@@ -447,6 +370,121 @@ def bfgs(c0, c1, c2, x_out):  # noqa: C901
         Hk = U
     x_out[:] = xk
     return True
+
+
+def wolfe1(ctx, xk, pk, phi0, old_phi0, derphi0):  # noqa: C901
+    # scipy's line_search_wolfe1: scalar_search_wolfe1's first step, then MINPACK's
+    # DCSRCH (ftol 1e-4, gtol 0.9, xtol 1e-14, steps in [1e-100, 1e100], 100 iterations).
+    # Returns (status, alpha, phi(alpha), True): status 1 found, 0 failed (scipy then
+    # tries wolfe2), -1 outside the replica.
+    c1_ls, c2_ls = 1e-4, 0.9
+    old_old_fval = old_phi0
+    if derphi0 != 0:
+        alpha1 = pymin(1.0, 1.01 * 2 * (phi0 - old_old_fval) / derphi0)
+        if alpha1 < 0:
+            alpha1 = 1.0
+    else:
+        alpha1 = 1.0
+    if not finite(alpha1):
+        return -1, 0.0, 0.0, False
+    found = False
+    alpha_k = 0.0
+    new_fval = 0.0
+    stp = alpha1
+    ftol, gtol, xtol, stpmin, stpmax = c1_ls, c2_ls, 1e-14, 1e-100, 1e100
+    if not (stp < stpmin or stp > stpmax or derphi0 >= 0):
+        brackt = False
+        stage = 1
+        finit = phi0
+        ginit = derphi0
+        gtest = ftol * ginit
+        width = stpmax - stpmin
+        width1 = width / 0.5
+        stx, fx, gx = 0.0, finit, ginit
+        sty, fy, gy = 0.0, finit, ginit
+        stmin = 0.0
+        stmax = stp + 4.0 * stp
+        if not finite(stmax):
+            return -1, 0.0, 0.0, False
+        f = phi(ctx, xk, pk, stp)
+        g = derphi(ctx, xk, pk, stp)
+        if bad(ctx) or not finite(g):
+            return -1, 0.0, 0.0, False
+        it = 1
+        while True:
+            # DCSRCH._iterate at (stp, f, g)
+            ftest = finit + stp * gtest
+            if not finite(ftest):
+                return -1, 0.0, 0.0, False
+            if stage == 1 and f <= ftest and g >= 0:
+                stage = 2
+            warn = False
+            if brackt and (stp <= stmin or stp >= stmax):
+                warn = True
+            if brackt and stmax - stmin <= xtol * stmax:
+                warn = True
+            if stp == stpmax and f <= ftest and g <= gtest:
+                warn = True
+            if stp == stpmin and (f > ftest or g >= gtest):
+                warn = True
+            if f <= ftest and abs(g) <= gtol * -ginit:
+                found = True
+                alpha_k = stp
+                new_fval = f
+                break
+            if warn:
+                break
+            if stage == 1 and f <= fx and f > ftest:
+                fm = f - stp * gtest
+                fxm = fx - stx * gtest
+                fym = fy - sty * gtest
+                gm = g - gtest
+                gxm = gx - gtest
+                gym = gy - gtest
+                ok, stx, fxm, gxm, sty, fym, gym, stp, brackt = dcstep(
+                    stx, fxm, gxm, sty, fym, gym, stp, fm, gm, brackt, stmin, stmax
+                )
+                fx = fxm + stx * gtest
+                fy = fym + sty * gtest
+                gx = gxm + gtest
+                gy = gym + gtest
+            else:
+                ok, stx, fx, gx, sty, fy, gy, stp, brackt = dcstep(
+                    stx, fx, gx, sty, fy, gy, stp, f, g, brackt, stmin, stmax
+                )
+            if not ok:
+                return -1, 0.0, 0.0, False
+            if brackt:
+                if abs(sty - stx) >= 0.66 * width1:
+                    stp = stx + 0.5 * (sty - stx)
+                width1 = width
+                width = abs(sty - stx)
+            if brackt:
+                stmin = pymin(stx, sty)
+                stmax = pymax(stx, sty)
+            else:
+                stmin = stp + 1.1 * (stp - stx)
+                stmax = stp + 4.0 * (stp - stx)
+            stp = np_clip(stp, stpmin, stpmax)
+            if (brackt and (stp <= stmin or stp >= stmax)) or (
+                brackt and stmax - stmin <= xtol * stmax
+            ):
+                stp = stx
+            for v in (fx, gx, fy, gy, stx, sty, stmin, stmax, width, width1):
+                if not finite(v):
+                    return -1, 0.0, 0.0, False
+            if not finite(stp):
+                return -1, 0.0, 0.0, False  # scipy: a WARN; kept out of the replica
+            f = phi(ctx, xk, pk, stp)
+            g = derphi(ctx, xk, pk, stp)
+            if bad(ctx) or not finite(g):
+                return -1, 0.0, 0.0, False
+            it += 1
+            if it >= 100:
+                break  # dcsrch did not converge within 100 iterations
+    if found:
+        return 1, alpha_k, new_fval, True
+    return 0, 0.0, 0.0, False
 
 
 def dcstep(stx, fx, dx, sty, fy, dy, stp, fp, dp, brackt, stpmin, stpmax):  # noqa: C901
@@ -766,31 +804,10 @@ def wolfe2(ctx, xk, pk, phi0, old_phi0, derphi0):  # noqa: C901
 
 
 _JITTED = (
-    "pw_block",
-    "pw_sum",
-    "np_sum",
-    "np_dot",
-    "value_at",
-    "grad_at",
-    "pymin",
-    "pymax",
-    "np_clip",
-    "sign",
-    "finite",
-    "ensure",
-    "grad_cached",
-    "phi",
-    "derphi",
-    "bad",
-    "bfgs",
-    "dcstep",
-    "max3",
-    "all_finite6",
-    "safe_alpha",
-    "cubicmin",
-    "quadmin",
-    "wolfe2",
-)
+    "pw_block", "pw_sum", "np_sum", "np_dot", "value_at", "grad_at", "pymin", "pymax",
+    "np_clip", "sign", "finite", "ensure", "grad_cached", "phi", "derphi", "bad", "bfgs",
+    "wolfe1", "dcstep", "max3", "all_finite6", "safe_alpha", "cubicmin", "quadmin", "wolfe2",
+)  # fmt: skip
 """The module's functions compiled by :func:`_kernel`, in order (module globals rebound)."""
 
 ddot = dgemv = dgemm = libm_pow = None  # numpy's BLAS and libm's pow, bound by _kernel()
