@@ -168,12 +168,11 @@ def value_at(c0, c1, c2f, w, work, sq):
     # value += np.multiply(c2, np.multiply.outer(w, w)).sum(); value += 0 * (w**2).sum()
     d = w.shape[0]
     value = c0 - 2.0 * np_dot(c1, w)
-    k = 0
     for i in range(d):
         wi = w[i]
+        base = i * d  # (a row index, not a running counter: the loop then vectorises)
         for j in range(d):
-            work[k] = c2f[k] * (wi * w[j])
-            k += 1
+            work[base + j] = c2f[base + j] * (wi * w[j])
     value = value + np_sum(work)
     for i in range(d):
         sq[i] = w[i] * w[i]

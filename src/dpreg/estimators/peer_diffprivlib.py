@@ -41,7 +41,7 @@ searches and memoisation with scipy's and numpy's arithmetic, numpy's own BLAS i
 which returns scipy's point bit for bit, or declines (a value that is not finite, numpy
 not built on its usual OpenBLAS) and then scipy runs; ``"scipy"`` always calls
 ``scipy.optimize.minimize``, the reference. Same coefficients, same fit
-(``tests/unit/test_peer_bfgs_kernel.py``); 4-40x less CPU per fit, 14x summed over the
+(``tests/unit/test_peer_bfgs_kernel.py``); 5-40x less CPU per fit, 17x summed over the
 benchmark's datasets (docs/scaling.md).
 
 The peer is not part of the estimator registry: it is a comparison, not a dpreg
