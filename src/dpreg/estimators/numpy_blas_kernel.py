@@ -50,8 +50,9 @@ _OUR_NAMES = {key: f"dpreg_numpy_blas_{key}" for key in _SYMBOLS} | {"pow": "dpr
 
 
 def _candidate_paths() -> list[str]:
-    """Shared libraries that may hold numpy's BLAS: those loaded, then the wheel's own."""
-    paths: list[str] = []
+    """Shared libraries that may hold numpy's BLAS: numpy's wheel's own, then those loaded."""
+    libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
+    paths = sorted(glob.glob(os.path.join(libs, "*openblas*")))
     try:
         with open("/proc/self/maps") as maps:
             for line in maps:
@@ -60,8 +61,6 @@ def _candidate_paths() -> list[str]:
                     paths.append(path)
     except OSError:
         pass
-    libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")
-    paths += sorted(glob.glob(os.path.join(libs, "*openblas*")))
     return paths
 
 
