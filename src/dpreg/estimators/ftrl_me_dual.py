@@ -38,8 +38,6 @@ times the largest start.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import eigh
-from scipy.optimize import minimize
 
 __all__ = ["BLOCK_STARTS", "solve_block_dual", "solve_single_dual"]
 
@@ -100,6 +98,8 @@ class _Dual:
 
     def __call__(self, u: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """Return ``g(u)``, its gradient in ``u`` and ``diag(S)``; stop when certified."""
+        from scipy.linalg import eigh  # lazy: job start-up (docs/scaling.md)
+
         if self.evaluations >= self.max_iter:
             raise _Certified  # budget spent: the caller reports the best point found
         self.evaluations += 1
@@ -157,6 +157,8 @@ def solve_single_dual(
     >>> ok, bool(np.allclose(np.diag(gram), 1.0)), round(dual, 2)
     (True, True, 45.67)
     """
+    from scipy.optimize import minimize  # lazy: job start-up (docs/scaling.md)
+
     T = W.shape[0]
     dual = _Dual(W, tol, max_iter)
     u = np.zeros(T)
@@ -226,6 +228,8 @@ class _BlockDual:
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """Return ``-g(x)`` and its gradient (L-BFGS minimises); stop when certified."""
+        from scipy.linalg import eigh  # lazy: job start-up (docs/scaling.md)
+
         if self.evaluations >= self.max_iter:
             raise _Certified
         self.evaluations += 1
@@ -327,6 +331,8 @@ def solve_block_dual(
     >>> ok, bool(np.allclose(d.sum(axis=1), 1.0)), bool(np.all(gram[:3, :3] == np.diag(d[0])))
     (True, True, True)
     """
+    from scipy.optimize import minimize  # lazy: job start-up (docs/scaling.md)
+
     if start not in BLOCK_STARTS:
         raise ValueError(f"start must be one of {BLOCK_STARTS}; got {start!r}")
     T = n * p

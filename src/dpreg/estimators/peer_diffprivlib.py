@@ -45,7 +45,6 @@ import importlib.util
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
 from dpreg._validation import check_bounded_design
 from dpreg.privacy.budgets import ApproxDP, PureDP, check_approx_dp_budget
@@ -156,6 +155,7 @@ def _noisy_coefficients(
 
 def _minimise_noisy_objective(c0: Any, c1: np.ndarray, c2: np.ndarray) -> np.ndarray:
     r"""Minimise :math:`c_0 - 2 c_1^\top w + w^\top c_2 w` as diffprivlib does (BFGS from 0)."""
+    from scipy.optimize import minimize  # lazy: job start-up (docs/scaling.md)
 
     def objective(omega: np.ndarray) -> tuple[Any, np.ndarray]:
         value = c0
