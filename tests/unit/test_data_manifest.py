@@ -46,6 +46,15 @@ def test_default_manifest_is_the_packaged_copy(monkeypatch):
     assert set(load_manifest()) == set(load_manifest(CANONICAL))
 
 
+def test_fast_loader_reads_the_same_manifest_as_the_pure_python_one():
+    """load_manifest parses with libyaml when available: the same objects as safe_load."""
+    from dpreg.data import manifest
+
+    text = CANONICAL.read_text(encoding="utf-8")
+    assert yaml.load(text, Loader=manifest._SAFE_LOADER) == yaml.safe_load(text)  # noqa: S506
+    assert load_manifest(CANONICAL) == parse_manifest(yaml.safe_load(text), origin=str(CANONICAL))
+
+
 def test_manifest_covers_every_mirror_file():
     sums = _sums(_mirror())
     assert len(sums) == 116

@@ -14,6 +14,10 @@ from dpreg.io import (  # noqa: E402
     write_markdown,
     write_trial_rows,
 )
+from dpreg.plotting.studies import import_seaborn_without_scipy  # noqa: E402
+
+# The figure draws no KDE: seaborn, when the figure imports it, skips scipy.stats (~0.8 s).
+import_seaborn_without_scipy()
 
 params = snakemake.params.study  # noqa: F821
 # a damaged chunk is named with how to rebuild it, not left to pyarrow's message

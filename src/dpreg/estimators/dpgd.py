@@ -30,7 +30,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import scipy.linalg
 
 from dpreg._validation import (
     check_bounded_design,
@@ -276,6 +275,8 @@ class ClippedGradientKernel:
         fused: bool = False,
         centre: bool = False,
     ) -> None:
+        import scipy.linalg  # lazy: job start-up (docs/scaling.md)
+
         check_choice(metric, "metric", CERTIFICATE_METRICS)
         n, d = X.shape
         self.n, self.d, self.clip = n, d, float(clip)

@@ -42,9 +42,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import solve_triangular
-from scipy.linalg.lapack import dtrtri
-from scipy.optimize import minimize
 
 from dpreg.estimators.ftrl_factorizations import MatrixFactorization, _check_horizon
 
@@ -158,6 +155,8 @@ class BandedSolution:
 
     def factorization(self) -> MatrixFactorization:
         """Return the factorization ``(B, C)`` with ``B = C^-1`` (not anytime)."""
+        from scipy.linalg import solve_triangular  # lazy: job start-up (docs/scaling.md)
+
         T = self.encoder.shape[0]
         B = solve_triangular(self.encoder, np.eye(T), lower=True)
         tag = "toeplitz_" if self.toeplitz else ""
@@ -185,6 +184,8 @@ def _assemble(V: np.ndarray, T: int, p: int, index) -> tuple[np.ndarray, np.ndar
 
 def _lower_inverse(C: np.ndarray) -> np.ndarray:
     """Inverse of a nonsingular lower-triangular matrix (LAPACK ``trtri``: T^3/3 flops)."""
+    from scipy.linalg.lapack import dtrtri  # lazy: job start-up (docs/scaling.md)
+
     B, info = dtrtri(C, lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"singular encoder (trtri info {info})")
@@ -375,6 +376,9 @@ def solve_banded_me(
     >>> round(sol.sensitivity_sq, 9), bool(sol.encoder[5, 0] == 0.0)
     (2.0, True)
     """
+    from scipy.linalg import solve_triangular  # lazy: job start-up (docs/scaling.md)
+    from scipy.optimize import minimize  # lazy: job start-up (docs/scaling.md)
+
     T = _check_horizon(T, 4096)
     k, b = _positive_int(k, "k"), _positive_int(b, "b")
     p = b if bands is None else _positive_int(bands, "bands")

@@ -44,7 +44,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 __all__ = [
     "CORRELATIONS",
@@ -81,6 +80,8 @@ def nu_ftrl_gamma_inf_sq(nu: float | np.ndarray) -> float | np.ndarray:
     -------
     float or ndarray
     """
+    from scipy import special  # imported on first use: job start-up (docs/scaling.md)
+
     nu_arr = np.asarray(nu, dtype=np.float64)
     out = (2.0 / np.pi) * special.ellipkm1(nu_arr * (2.0 - nu_arr))
     return float(out) if out.ndim == 0 else out

@@ -45,9 +45,6 @@ docs/scaling.md).
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import eigh
-from scipy.linalg.lapack import dstevd
-from scipy.optimize import minimize
 
 __all__ = ["BLOCK_STARTS", "eigh_from_inverse_factor", "solve_block_dual", "solve_single_dual"]
 
@@ -138,6 +135,8 @@ def eigh_from_inverse_factor(
     if diag.size == 1:  # T = 1 (stevd needs a subdiagonal)
         return 1.0 / diag, np.ones((1, 1))
     diag[1:] += s * s
+    from scipy.linalg.lapack import dstevd  # lazy: job start-up (docs/scaling.md)
+
     w, Z, info = dstevd(diag, s * c[:-1], compute_v=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"stevd did not converge (info {info})")
@@ -173,6 +172,8 @@ class _Dual:
 
     def __call__(self, u: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """Return ``g(u)``, its gradient in ``u`` and ``diag(S)``; stop when certified."""
+        from scipy.linalg import eigh  # lazy: job start-up (docs/scaling.md)
+
         if self.evaluations >= self.max_iter:
             raise _Certified  # budget spent: the caller reports the best point found
         self.evaluations += 1
@@ -244,6 +245,8 @@ def solve_single_dual(
     >>> ok, bool(np.allclose(np.diag(gram), 1.0)), round(dual, 2)
     (True, True, 45.67)
     """
+    from scipy.optimize import minimize  # lazy: job start-up (docs/scaling.md)
+
     T = W.shape[0]
     dual = _Dual(W, tol, max_iter, inverse_factor)
     u = np.zeros(T)
@@ -339,6 +342,8 @@ class _BlockDual:
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """Return ``-g(x)`` and its gradient (L-BFGS minimises); stop when certified."""
+        from scipy.linalg import eigh  # lazy: job start-up (docs/scaling.md)
+
         if self.evaluations >= self.max_iter:
             raise _Certified
         self.evaluations += 1
@@ -439,6 +444,8 @@ def solve_block_dual(
     >>> ok, bool(np.allclose(d.sum(axis=1), 1.0)), bool(np.all(gram[:3, :3] == np.diag(d[0])))
     (True, True, True)
     """
+    from scipy.optimize import minimize  # lazy: job start-up (docs/scaling.md)
+
     if start not in BLOCK_STARTS:
         raise ValueError(f"start must be one of {BLOCK_STARTS}; got {start!r}")
     T = n * p

@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import fft as sp_fft
 
 from dpreg._validation import check_choice
 
@@ -149,6 +148,8 @@ def _direct(
 
 
 def _fft(b: np.ndarray, flat: np.ndarray, res: np.ndarray, dtype: type) -> None:
+    from scipy import fft as sp_fft  # imported on first use: job start-up (docs/scaling.md)
+
     T, cols = flat.shape
     n_fft = sp_fft.next_fast_len(2 * T - 1, real=True)
     b_hat = sp_fft.rfft(b.astype(dtype), n=n_fft)[:, None]
@@ -263,6 +264,8 @@ def correlated_noise_rows(
 
 
 def _fft_rows(b: np.ndarray, flat_t: np.ndarray, res_t: np.ndarray, dtype: type) -> None:
+    from scipy import fft as sp_fft  # imported on first use: job start-up (docs/scaling.md)
+
     rows, T = flat_t.shape
     n_fft = sp_fft.next_fast_len(2 * T - 1, real=True)
     b_hat = sp_fft.rfft(b.astype(dtype), n=n_fft)
@@ -293,6 +296,8 @@ def correlated_noise_reference(
     >>> correlated_noise_reference([1.0, 0.5], np.arange(1.0, 5.0))
     array([1. , 2.5, 4. , 5.5])
     """
+    from scipy import fft as sp_fft  # imported on first use: job start-up (docs/scaling.md)
+
     w = np.asarray(w)
     dtype, b, flat, nonzero, support = _prepare(beta, w, precision)
     T = flat.shape[0]

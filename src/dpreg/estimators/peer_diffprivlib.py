@@ -54,7 +54,6 @@ import importlib.util
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize
 
 from dpreg._validation import check_bounded_design
 from dpreg.estimators.peer_bfgs_kernel import minimise_compiled
@@ -168,6 +167,7 @@ def _noisy_coefficients(
 
 def _minimise_noisy_objective(c0: Any, c1: np.ndarray, c2: np.ndarray) -> np.ndarray:
     r"""Minimise :math:`c_0 - 2 c_1^\top w + w^\top c_2 w` as diffprivlib does (BFGS from 0)."""
+    from scipy.optimize import minimize  # lazy: job start-up (docs/scaling.md)
 
     def objective(omega: np.ndarray) -> tuple[Any, np.ndarray]:
         value = c0

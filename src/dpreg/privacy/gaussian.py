@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import special
-
 from dpreg._validation import check_positive, check_probability
 
 __all__ = [
@@ -149,6 +147,8 @@ def _log_gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> flo
     ``b = eps sigma / Delta``; both terms via ``log_ndtr`` so ``exp(eps)`` never
     overflows, and the difference as ``log(x) + log(-expm1(y - x))``.
     """
+    from scipy import special  # imported on first use: job start-up (docs/scaling.md)
+
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
     log_x = float(special.log_ndtr(a - b))

@@ -33,7 +33,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import integrate, special
 
 from dpreg.estimators.ftrl_correlations import (
     ToeplitzCorrelation,
@@ -85,6 +84,8 @@ def ellipk_modulus(k: float | np.ndarray) -> float | np.ndarray:
     ``scipy.special.ellipk(k**2)``, switching to ``ellipkm1(1 - k**2)`` for
     :math:`k^2 > 0.9` where forming :math:`k^2` loses the digits of :math:`1 - k^2`.
     """
+    from scipy import special  # imported on first use: job start-up (docs/scaling.md)
+
     k = np.asarray(k, dtype=np.float64)
     one_minus_m = (1.0 - k) * (1.0 + k)
     out = np.where(k * k > 0.9, special.ellipkm1(one_minus_m), special.ellipk(k * k))
@@ -93,6 +94,8 @@ def ellipk_modulus(k: float | np.ndarray) -> float | np.ndarray:
 
 def ellipe_modulus(k: float | np.ndarray) -> float | np.ndarray:
     r"""Complete elliptic integral of the second kind :math:`E(k)` (95): ``ellipe(k**2)``."""
+    from scipy import special  # imported on first use: job start-up (docs/scaling.md)
+
     k = np.asarray(k, dtype=np.float64)
     out = special.ellipe(k * k)
     return float(out) if out.ndim == 0 else out
@@ -118,6 +121,8 @@ def ellippi_modulus(
     ``one_minus_n`` may pass :math:`1 - k^2` and :math:`1 - n` computed without
     cancellation (both tend to 0 together in F.16 as :math:`a \to 0`).
     """
+    from scipy import special  # imported on first use: job start-up (docs/scaling.md)
+
     n = np.asarray(n, dtype=np.float64)
     if one_minus_k2 is None:
         k = np.asarray(k, dtype=np.float64)
@@ -141,6 +146,8 @@ def integral_f15(a: float | np.ndarray) -> float | np.ndarray:
     Computed with :math:`1 - k^2 = a^2/(2-a)^2` exactly (``ellipkm1``); equal to
     :math:`4K(1-a)` by Landen's transformation.
     """
+    from scipy import special  # imported on first use: job start-up (docs/scaling.md)
+
     a = np.asarray(a, dtype=np.float64)
     out = 4.0 / (2.0 - a) * special.ellipkm1((a / (2.0 - a)) ** 2)
     return float(out) if out.ndim == 0 else out
@@ -179,6 +186,8 @@ def integral_f16(a: float | np.ndarray, b: float | np.ndarray) -> float | np.nda
 
 def _quad_peaked(func, scale: float) -> float:
     """Integral of an even function over [-pi, pi] peaked at 0 with width ``scale``."""
+    from scipy import integrate  # imported on first use: job start-up (docs/scaling.md)
+
     pts = sorted({p for p in (scale, 10 * scale, 100 * scale) if 0 < p < math.pi})
     edges = [0.0, *pts, math.pi]
     total = 0.0
@@ -253,6 +262,8 @@ def fig1_ratio(eta: float | np.ndarray) -> float | np.ndarray:
     :math:`\rho^{-1}` terms; Theorem 2.1 with the closed forms of
     docs/notes/choquettechoo2023.md §3.2). Equals 1 at :math:`\eta = 1`.
     """
+    from scipy import special  # imported on first use: job start-up (docs/scaling.md)
+
     eta = np.asarray(eta, dtype=np.float64)
     K = special.ellipkm1(eta * (2.0 - eta))
     out = 4.0 / np.pi**2 * eta * (2.0 - eta) * K * K
