@@ -155,3 +155,14 @@ def test_add_clipped_rejects_bad_blocks(kernel):
     assert stats.n == 0 and not stats.xtx.any()
     with pytest.raises(ValueError, match="kernel"):
         stats.add_clipped(np.zeros((2, 2)), np.zeros(2), kernel="fast")
+
+
+@pytest.mark.parametrize("d", [129, 200, 257, 1031])
+def test_clip_block_norms_above_one_pairwise_block_are_numpys(d):
+    """Above 128 terms np.linalg.norm's pairwise sum splits (the kernel's explicit stack)."""
+    from dpreg.estimators.adassp_stream_kernel import clip_block
+
+    X = np.random.default_rng(d).standard_normal((30, d)) * 0.1
+    _, _, norms, ok = clip_block(X, np.zeros((30, 1)), 1.0, np.ones(1), np.zeros(1))
+    assert ok
+    np.testing.assert_array_equal(norms, np.linalg.norm(X, axis=1))

@@ -165,3 +165,11 @@ def test_rows_in_blocks_are_the_rows_of_one_block_bit_for_bit(monkeypatch, scrat
     np.testing.assert_array_equal(X, one[0])
     np.testing.assert_array_equal(z, one[1])
     assert counter_rows(9, pos[:0], sqrt_h, w)[0].shape == (0, d)
+
+
+@pytest.mark.parametrize("d", [129, 200, 257, 300, 1000, 1031])
+def test_base_above_one_pairwise_block_is_numpys_sum(d):
+    """Above 128 terms numpy's pairwise sum splits (the kernel's explicit stack)."""
+    w = np.random.default_rng(d).standard_normal(d)
+    X, _, base = counter_rows(11, np.arange(40), np.linspace(0.5, 2.0, d), w)
+    np.testing.assert_array_equal(base, (X * w).sum(axis=1))

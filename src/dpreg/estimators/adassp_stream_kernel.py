@@ -9,7 +9,7 @@ them all, with the reference's operations on the same operands in the same order
 row norms summed in numpy's pairwise order, the factor
 :math:`\min\{1, C_X/\|x_i\|\}`, the products, the clip of each response column), so the
 clipped block is bit-identical (``tests/unit/test_adassp_stream.py``). numba is imported
-on first use (compilation is cached on disk).
+on first use (:mod:`dpreg.estimators._adassp_stream_jit`; compilation cached on disk).
 """
 
 from __future__ import annotations
@@ -22,84 +22,12 @@ import numpy as np
 __all__ = ["clip_block"]
 
 
-_PW_BLOCK = 128
-"""numpy's pairwise-summation block (``PW_BLOCKSIZE``)."""
-
-
 @cache
 def _kernel() -> Any:
-    """Compile (or load from numba's cache) the clipping pass."""
-    import numba
+    """Return the clipping pass (compiled or loaded from numba's cache on first use)."""
+    from dpreg.estimators import _adassp_stream_jit
 
-    @numba.njit(cache=True, nogil=True, inline="always")
-    def block_sum_sq(X, i, lo, n):
-        # sum of X[i, lo:lo+n]**2 as numpy's pairwise sum adds a block of <= 128 terms:
-        # sequentially below 8 terms, else 8 interleaved accumulators combined pairwise,
-        # then the remainder
-        if n < 8:
-            res = 0.0
-            for c in range(lo, lo + n):
-                res += X[i, c] * X[i, c]
-            return res
-        x = X[i, lo : lo + n]
-        r0, r1, r2, r3 = x[0] * x[0], x[1] * x[1], x[2] * x[2], x[3] * x[3]
-        r4, r5, r6, r7 = x[4] * x[4], x[5] * x[5], x[6] * x[6], x[7] * x[7]
-        c = 8
-        while c < n - (n % 8):
-            r0 += x[c] * x[c]
-            r1 += x[c + 1] * x[c + 1]
-            r2 += x[c + 2] * x[c + 2]
-            r3 += x[c + 3] * x[c + 3]
-            r4 += x[c + 4] * x[c + 4]
-            r5 += x[c + 5] * x[c + 5]
-            r6 += x[c + 6] * x[c + 6]
-            r7 += x[c + 7] * x[c + 7]
-            c += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while c < n:
-            res += x[c] * x[c]
-            c += 1
-        return res
-
-    @numba.njit(cache=True, nogil=True)
-    def sum_sq(X, i, lo, n):
-        # numpy's pairwise sum of X[i, lo:lo+n]**2 (np.linalg.norm's order): halves cut
-        # at a multiple of 8 until a block has <= 128 terms
-        if n <= 128:
-            return block_sum_sq(X, i, lo, n)
-        n2 = n // 2
-        n2 -= n2 % 8
-        return sum_sq(X, i, lo, n2) + sum_sq(X, i, lo + n2, n - n2)
-
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
-    def clip_rows(X, Y, bound_x, bound_y, Xc, Yc, norms, clipped):
-        # Row i: norms_i = ||x_i|| (np.linalg.norm's bits), Xc_i = X_i min{1, bound_x /
-        # norms_i}; Yc_ij = Y_ij clipped to [-bound_y_j, bound_y_j]; clipped_j counts rows
-        # with ||x_i|| > bound_x or |Y_ij| > bound_y_j. Returns False if a norm or a
-        # response is not finite.
-        m, d = X.shape
-        k = Y.shape[1]
-        finite = True
-        for i in range(m):
-            nrm = np.sqrt(sum_sq(X, i, 0, d))
-            norms[i] = nrm
-            if not np.isfinite(nrm):
-                finite = False
-            f = min(1.0, bound_x / nrm)
-            for c in range(d):
-                Xc[i, c] = X[i, c] * f
-            over_x = nrm > bound_x
-            for j in range(k):
-                y = Y[i, j]
-                if not np.isfinite(y):
-                    finite = False
-                b = bound_y[j]
-                Yc[i, j] = min(max(y, -b), b)
-                if over_x or abs(y) > b:
-                    clipped[j] += 1.0
-        return finite
-
-    return clip_rows
+    return _adassp_stream_jit.clip_rows
 
 
 def clip_block(

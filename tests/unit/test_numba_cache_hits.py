@@ -1,0 +1,55 @@
+"""The compiled kernels load from numba's on-disk cache in a new process (issue 18).
+
+A kernel calling kernels held in a closure is missed by numba's cache in every new
+process (the closure's dispatchers pickle with a per-process id) and a recursive one
+crashes on loading: each process then paid seconds of compilation (docs/scaling.md,
+"numba's cache"). Independent check: two fresh interpreters sharing an empty cache
+directory; the second must compile nothing (``stats.cache_misses`` empty, hits > 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("numba")
+
+_SCRIPT = r"""
+import json
+import numpy as np
+from dpreg.estimators import adassp_stream_kernel as ak, _adassp_stream_jit as aj
+from dpreg.estimators import normal32_kernel as nk, _normal32_jit as nj
+from dpreg.data import counter_kernel as ck, _counter_jit as cj
+
+X = np.random.default_rng(0).standard_normal((20, 300))
+ak.clip_block(X, np.ones((20, 1)), 1.0, np.ones(1), np.zeros(1))
+nk.normal32_fill(np.random.default_rng(1), np.empty(50, np.float32))
+ck.counter_rows(7, np.arange(5), np.ones(300), np.arange(300.0))
+ck.counter_sincos(np.array([0.5, 2.0]))
+out = {}
+for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows),
+                ("uniforms", cj.uniforms), ("sincos_loop", cj.sincos_loop)]:
+    out[name] = [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
+print(json.dumps(out))
+"""
+
+
+def _run(cache_dir: str) -> dict[str, list[int]]:
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_kernels_load_from_the_cache_in_a_new_process(tmp_path):
+    first = _run(str(tmp_path))
+    assert all(misses >= 1 for _, misses in first.values()), first  # compiled once
+    second = _run(str(tmp_path))
+    for name, (hits, misses) in second.items():
+        assert misses == 0 and hits >= 1, (name, second)
