@@ -18,8 +18,10 @@ from dpreg.estimators.dpgd import (
 )
 from dpreg.estimators.dpgd_kernel import (
     FUSED_MAX_D,
+    FUSED_NARROW_D,
     clipped_rows_fused,
     clipped_rows_fused_reference,
+    fused_entries,
     row_norms,
     row_norms_reference,
 )
@@ -258,3 +260,70 @@ def test_gram_kernel_at_zero_skips_the_product_with_the_same_bits(mode):
     np.testing.assert_array_equal(g, expected)
     np.testing.assert_array_equal(frac, count / 1500)
     assert frac.min() > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 300),
+    d=st.integers(1, FUSED_NARROW_D),
+    width=st.integers(1, 12),
+    scale=st.sampled_from([0.2, 1.0, 5.0]),
+)
+def test_narrow_fused_pass_gives_the_wide_pass_bits(seed, n, d, width, scale):
+    """d <= 10: the 11-entry pass equals the 12-entry one on the zero-padded arrays bit
+    for bit (same sums in the same order, the padding's products dropped), and the
+    numpy reference to rounding."""
+    rng = np.random.default_rng(seed)
+    AT = np.zeros((FUSED_MAX_D + 1, n))
+    AT[: d + 1] = rng.standard_normal((d + 1, n))
+    XBT = np.zeros((FUSED_MAX_D, n))
+    XBT[:d] = rng.standard_normal((d, n))
+    E = np.zeros((width, FUSED_MAX_D + 1))
+    E[:, : d + 1] = rng.standard_normal((width, d + 1)) * scale
+    row_start = rng.integers(0, n + 1, width)
+    k = fused_entries(d)
+    assert k == FUSED_NARROW_D + 1
+    out = []
+    for AT_, XBT_, E_ in ((AT, XBT, E), (AT[:k].copy(), XBT[: k - 1].copy(), E[:, :k].copy())):
+        G = np.full((width, AT_.shape[0] - 1), np.nan)
+        count = np.full(width, -1, dtype=np.int64)
+        clipped_rows_fused(AT_, XBT_, E_, row_start, G, count)
+        out.append((G, count))
+    (G_wide, c_wide), (G_narrow, c_narrow) = out
+    assert np.all(G_wide[:, k - 1 :] == 0.0)
+    np.testing.assert_array_equal(G_narrow.view(np.int64), G_wide[:, : k - 1].view(np.int64))
+    np.testing.assert_array_equal(c_narrow, c_wide)
+    G_ref = np.empty((width, k - 1))
+    c_ref = np.empty(width, dtype=np.int64)
+    clipped_rows_fused_reference(AT[:k], XBT[: k - 1], E[:, :k], row_start, G_ref, c_ref)
+    np.testing.assert_allclose(G_narrow, G_ref, rtol=0, atol=1e-14 * np.abs(XBT).sum() + 1e-300)
+    np.testing.assert_array_equal(c_narrow, c_ref)
+
+
+def test_fused_entries_and_shape_errors():
+    assert [fused_entries(d) for d in (1, FUSED_NARROW_D, FUSED_MAX_D)] == [11, 11, 12]
+    with pytest.raises(ValueError, match="d must be"):
+        fused_entries(FUSED_MAX_D + 1)
+    AT, XBT, E = np.zeros((11, 4)), np.zeros((10, 4)), np.zeros((2, 11))
+    G, count, start = np.empty((2, 10)), np.empty(2, dtype=np.int64), np.zeros(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="AT must have"):
+        clipped_rows_fused(np.zeros((10, 4)), XBT, E, start, G, count)
+    with pytest.raises(ValueError, match="XBT must have"):
+        clipped_rows_fused(AT, np.zeros((11, 4)), E, start, G, count)
+    with pytest.raises(ValueError, match="E must have"):
+        clipped_rows_fused(AT, XBT, np.zeros((2, 12)), start, G, count)
+    with pytest.raises(ValueError, match="G must have"):
+        clipped_rows_fused(AT, XBT, E, start, np.empty((2, 11)), count)
+
+
+def test_kernel_takes_the_narrow_pass_for_d_up_to_10():
+    for p, k in ((FUSED_NARROW_D, 11), (FUSED_MAX_D, 12)):
+        X, y = _gaussian(n=200, p=p)
+        kernel = ClippedGradientKernel(X, y, 2.0, fused=True)
+        assert kernel.AT.shape == (k, 200) and kernel.XBT.shape == (k - 1, 200)
+        theta = np.random.default_rng(4).standard_normal((p, 3))
+        g, frac = kernel(theta)
+        g_ref, frac_ref = clipped_mean_gradient(X, y, theta, 2.0)
+        np.testing.assert_allclose(g, g_ref, rtol=0, atol=1e-13 * np.abs(g_ref).max())
+        np.testing.assert_array_equal(frac, frac_ref)

@@ -49,6 +49,7 @@ from dpreg.estimators.dpgd_kernel import (
     clipped_residual_weights,
     clipped_residual_weights_reference,
     clipped_rows_fused,
+    fused_entries,
     row_clip_corrections,
     row_clip_corrections_reference,
     row_norms,
@@ -250,7 +251,8 @@ class ClippedGradientKernel:
         many parameters far from the reference point where many rows clip (Brown et
         al.'s confidence-interval chains, ``kernel="fused"``). Equal to the block loop
         to rounding (sums reassociated); clip counts equal except for a residual within
-        rounding of the clip level.
+        rounding of the clip level. For ``d <= 10`` the pass's narrow variant runs
+        (parameters padded to 11 entries instead of 12; the same bits).
     centre : bool, default False
         Also certify around the (coordinate-wise) median of each call's parameters
         (:class:`~dpreg.estimators.dpgd_centre.CentredCertificate`): where a cost model
@@ -333,9 +335,10 @@ class ClippedGradientKernel:
             self.a1 = np.abs(self.A).sum(axis=1)
         self.fused = bool(fused) and d <= FUSED_MAX_D
         if self.fused:  # zero-padded transposed copies for the compiled pass
-            self.AT = np.zeros((FUSED_MAX_D + 1, n))
+            k = fused_entries(d)  # 11 (the narrow pass) for d <= 10, else 12
+            self.AT = np.zeros((k, n))
             self.AT[: d + 1] = self.A.T
-            self.XBT = np.zeros((FUSED_MAX_D, n))
+            self.XBT = np.zeros((k - 1, n))
             self.XBT[:d] = self.XB_T
         if centre and not self.fused:  # radii around each call's centre: dual norms, slacks
             self._neg_tau = -self.tau  # increasing: counts rows by their fixed radius
@@ -527,9 +530,10 @@ class ClippedGradientKernel:
         # suffix from the start of block cert[j]
         starts = np.array([start for start, _ in lay.spans] + [self.n], dtype=np.int64)
         row_start = starts[cert]
-        E = np.zeros((trials, FUSED_MAX_D + 1))
+        k = self.AT.shape[0]
+        E = np.zeros((trials, k))
         E[:, : d + 1] = ext.T
-        G = np.empty((trials, FUSED_MAX_D))
+        G = np.empty((trials, k - 1))
         count = np.empty(trials, dtype=np.int64)
         clipped_rows_fused(self.AT, self.XBT, E, row_start, G, count)
         grad += G[:, :d].T

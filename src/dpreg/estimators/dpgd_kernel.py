@@ -20,10 +20,12 @@ import numpy as np
 
 __all__ = [
     "FUSED_MAX_D",
+    "FUSED_NARROW_D",
     "clip_block",
     "clip_block_reference",
     "clipped_rows_fused",
     "clipped_rows_fused_reference",
+    "fused_entries",
     "clipped_residual_weights",
     "clipped_residual_weights_reference",
     "row_clip_corrections",
@@ -110,11 +112,13 @@ def _kernel() -> Any:
 
 #: largest d of :func:`clipped_rows_fused` (columns padded with zeros to d + 1 = 12)
 FUSED_MAX_D = 11
+#: largest d of its narrow pass (columns padded with zeros to d + 1 = 11)
+FUSED_NARROW_D = 10
 
 
 @cache
 def _fused_kernel() -> Any:
-    """Compile (or load from numba's cache) the fused residual, clip and sum pass."""
+    """Compile (or load from numba's cache) the fused residual, clip and sum passes."""
     import numba
 
     @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -152,7 +156,59 @@ def _fused_kernel() -> Any:
             G[j, 6], G[j, 7], G[j, 8], G[j, 9], G[j, 10] = g6, g7, g8, g9, g10
             count[j] = c
 
-    return fused
+    @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+    def fused_narrow(AT, XBT, E, row_start, G, count):
+        # d <= 10: the wide pass without its last entry and sum (zero padding there), so
+        # 21 multiply-adds and loads per pair instead of 23; the same bits as the wide
+        # pass on the zero-padded arrays (tests/unit/test_dpgd_fused.py)
+        for j in range(E.shape[0]):
+            start, stop = np.uint64(max(row_start[j], 0)), np.uint64(AT.shape[1])
+            e0, e1, e2, e3, e4, e5, e6, e7, e8, e9, e10 = (
+                E[j, 0], E[j, 1], E[j, 2], E[j, 3], E[j, 4], E[j, 5],
+                E[j, 6], E[j, 7], E[j, 8], E[j, 9], E[j, 10],
+            )  # fmt: skip
+            g0 = g1 = g2 = g3 = g4 = g5 = g6 = g7 = g8 = g9 = 0.0
+            c = 0
+            for i in range(start, stop):
+                u = (
+                    AT[0, i] * e0 + AT[1, i] * e1 + AT[2, i] * e2 + AT[3, i] * e3
+                    + AT[4, i] * e4 + AT[5, i] * e5 + AT[6, i] * e6 + AT[7, i] * e7
+                    + AT[8, i] * e8 + AT[9, i] * e9 + AT[10, i] * e10
+                )  # fmt: skip
+                w = min(max(u, -1.0), 1.0)
+                c += 1 if u != w else 0
+                g0 += XBT[0, i] * w
+                g1 += XBT[1, i] * w
+                g2 += XBT[2, i] * w
+                g3 += XBT[3, i] * w
+                g4 += XBT[4, i] * w
+                g5 += XBT[5, i] * w
+                g6 += XBT[6, i] * w
+                g7 += XBT[7, i] * w
+                g8 += XBT[8, i] * w
+                g9 += XBT[9, i] * w
+            G[j, 0], G[j, 1], G[j, 2], G[j, 3], G[j, 4], G[j, 5] = g0, g1, g2, g3, g4, g5
+            G[j, 6], G[j, 7], G[j, 8], G[j, 9] = g6, g7, g8, g9
+            count[j] = c
+
+    return fused, fused_narrow
+
+
+def fused_entries(d: int) -> int:
+    """Return the padded entries of :func:`clipped_rows_fused`'s parameters at dimension ``d``.
+
+    12 for ``d = 11`` (:data:`FUSED_MAX_D`), 11 for ``d <= 10`` (:data:`FUSED_NARROW_D`:
+    the narrow pass, two fewer multiply-adds and loads per pair); ``AT`` has this many
+    rows, ``XBT`` and ``G`` one fewer.
+
+    Examples
+    --------
+    >>> fused_entries(10), fused_entries(11)
+    (11, 12)
+    """
+    if not 1 <= d <= FUSED_MAX_D:
+        raise ValueError(f"d must be in 1..{FUSED_MAX_D} for the fused pass, got {d}")
+    return FUSED_NARROW_D + 1 if d <= FUSED_NARROW_D else FUSED_MAX_D + 1
 
 
 def clipped_rows_fused(
@@ -175,17 +231,21 @@ def clipped_rows_fused(
     rounding, and the counts exactly except where a residual lies within rounding of
     the clip level.
 
+    With k = 11 entries (``d <= 10``, :func:`fused_entries`) the narrow pass runs: the
+    same bits as the wide one (k = 12) on the arrays padded with zeros to 12 entries,
+    two fewer multiply-adds and loads per pair.
+
     Parameters
     ----------
-    AT : ndarray, shape (12, n), C-contiguous
-        :math:`[X/B,\ y/B]^\top` zero-padded to 12 rows (d + 1 <= 12).
-    XBT : ndarray, shape (11, n), C-contiguous
-        :math:`(XB)^\top` zero-padded to 11 rows.
-    E : ndarray, shape (width, 12), C-contiguous
+    AT : ndarray, shape (k, n), C-contiguous, k = 11 or 12
+        :math:`[X/B,\ y/B]^\top` zero-padded to k rows (d + 1 <= k).
+    XBT : ndarray, shape (k - 1, n), C-contiguous
+        :math:`(XB)^\top` zero-padded to k - 1 rows.
+    E : ndarray, shape (width, k), C-contiguous
         Parameters :math:`[\theta_j; -1]`, zero-padded.
     row_start : ndarray, shape (width,), int64
         First row of each parameter's range (rows before it are certified elsewhere).
-    G : ndarray, shape (width, 11)
+    G : ndarray, shape (width, k - 1)
         Overwritten with the sums.
     count : ndarray, shape (width,), int64
         Overwritten with the clipped pairs of each parameter.
@@ -201,7 +261,20 @@ def clipped_rows_fused(
     >>> float(G[0, 0]), count.tolist()  # u = 2, 3, 1.5: all clipped to 1
     (3.0, [3])
     """
-    _fused_kernel()(AT, XBT, E, row_start, G, count)
+    k = AT.shape[0]
+    if k not in (FUSED_NARROW_D + 1, FUSED_MAX_D + 1):
+        raise ValueError(f"AT must have {FUSED_NARROW_D + 1} or {FUSED_MAX_D + 1} rows, got {k}")
+    for name, got, want in (
+        ("XBT", XBT.shape[0], k - 1),
+        ("E", E.shape[1], k),
+        ("G", G.shape[1], k - 1),
+    ):
+        if got != want:
+            raise ValueError(
+                f"{name} must have {want} entries per parameter for AT's {k} rows, got {got}"
+            )
+    wide, narrow = _fused_kernel()
+    (narrow if k == FUSED_NARROW_D + 1 else wide)(AT, XBT, E, row_start, G, count)
 
 
 def clipped_rows_fused_reference(
