@@ -637,16 +637,28 @@ def _iterate(
     if kernel == "auto":
         kernel = "fast" if d.n * trials * T >= AUTO_MIN_WORK else "rows"
     gradients = _gradient_function(d, clip_theta, clip_beta, kernel)
+    # Noise buffers reused every step (rng.standard_normal(out=...) draws the values of
+    # rng.standard_normal(shape)), scaled in place as step * (lambda * xi): the same
+    # products (IEEE multiplication is commutative). numba's compiled fill costs more
+    # than it saves at these sizes (its dispatch on a Generator is about 13 us).
+    xi = np.empty((trials, q, p)) if lambda1 > 0 else None
+    nu = np.empty((trials, p)) if lambda2 > 0 else None
     with np.errstate(over="ignore", invalid="ignore"):  # divergent runs are reported, not raised
         for t in range(T):
             g_theta, g_beta, frac_theta[:, t], frac_beta[:, t] = gradients(Theta, beta)
             # Simultaneous update: the beta step uses Theta^(t), the pre-update value (P14).
             Theta_next = Theta - step_theta * g_theta
             beta_next = beta - step_beta * g_beta
-            if lambda1 > 0:
-                Theta_next += step_theta * (lambda1 * rng.standard_normal((trials, q, p)))
-            if lambda2 > 0:
-                beta_next += step_beta * (lambda2 * rng.standard_normal((trials, p)))
+            if xi is not None:
+                rng.standard_normal(out=xi)
+                xi *= lambda1
+                xi *= step_theta
+                Theta_next += xi
+            if nu is not None:
+                rng.standard_normal(out=nu)
+                nu *= lambda2
+                nu *= step_beta
+                beta_next += nu
             Theta, beta = Theta_next, beta_next
             if return_path:
                 theta_path[:, t] = Theta

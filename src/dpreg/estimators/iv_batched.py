@@ -189,16 +189,16 @@ class BatchedIVGradients:
         if do1 or do2:
             _kernel()(
                 self.Zl, self.Xl, self.yl, self.znl,
-                np.ascontiguousarray(np.moveaxis(Theta, 0, -1)), np.ascontiguousarray(v.T),
+                Theta.transpose(1, 2, 0).copy(), v.T.copy(),
                 self.clip_theta if do1 else 0.0, self.clip_beta if do2 else 0.0,
                 do1, do2, G1, S2, count1, count2,
             )  # fmt: skip
         if do1:
-            G1 = np.ascontiguousarray(np.moveaxis(G1, -1, 0))
+            G1 = G1.transpose(2, 0, 1).copy()
         else:  # sum_i z_i (z_i' Theta - x_i') = Z'Z Theta - Z'X
             G1 = self.ZtZ @ Theta - self.ZtX
         if do2:
-            S2 = np.ascontiguousarray(S2.T)
+            S2 = S2.T.copy()
         else:  # sum_i z_i (z_i' Theta beta - y_i) = Z'Z v - Z'y
             S2 = (self.ZtZ @ v[..., None])[..., 0] - self.Zty
         return G1, S2, count1, count2
