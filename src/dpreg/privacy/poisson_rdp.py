@@ -130,7 +130,10 @@ def log_a_int(q: float, sigma: float, alpha: int) -> float:
     terms = (log_coef + (i * i - i) / (2 * (sigma**2))).tolist()
     log_a = -math.inf
     for term in terms:  # _log_add(log_a, term), inlined
-        a, b = min(log_a, term), max(log_a, term)
+        # min / max as the builtins decide them (the second replaces the first only when
+        # strictly smaller / larger), without their calls
+        a = term if term < log_a else log_a
+        b = term if term > log_a else log_a
         log_a = b if a == -math.inf else math.log1p(math.exp(a - b)) + b
     return log_a
 
@@ -196,11 +199,13 @@ def log_a_frac(q: float, sigma: float, alpha: float) -> float:
         log_s1 = (log_t1 + (j * j - j) / two_var + log_e1).tolist()
         for s0, s1 in zip(log_s0, log_s1, strict=True):
             # _log_add(log_a0, s0), _log_add(log_a1, s1), _log_add(log_a0, log_a1), inlined
-            a, b = min(log_a0, s0), max(log_a0, s0)
+            # min / max written out as the builtins decide them (see log_a_int)
+            a, b = (s0 if s0 < log_a0 else log_a0), (s0 if s0 > log_a0 else log_a0)
             log_a0 = b if a == -math.inf else math.log1p(math.exp(a - b)) + b
-            a, b = min(log_a1, s1), max(log_a1, s1)
+            a, b = (s1 if s1 < log_a1 else log_a1), (s1 if s1 > log_a1 else log_a1)
             log_a1 = b if a == -math.inf else math.log1p(math.exp(a - b)) + b
-            a, b = min(log_a0, log_a1), max(log_a0, log_a1)
+            a = log_a1 if log_a1 < log_a0 else log_a0
+            b = log_a1 if log_a1 > log_a0 else log_a0
             total = b if a == -math.inf else math.log1p(math.exp(a - b)) + b
             if s0 < last_s0 and s1 < last_s1 and max(s0, s1) < total - 30:
                 return total
