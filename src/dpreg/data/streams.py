@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
+from sys import getrefcount
 from typing import Any
 
 import numpy as np
@@ -143,9 +144,9 @@ class GaussianStream:
         reference keeps it from being overwritten. The rows drawn are the same either
         way (every element is written).
         """
-        free = sys.getrefcount(self._probe[0])
+        free = getrefcount(self._probe[0])
         for i in range(len(self._spare)):
-            if sys.getrefcount(self._spare[i]) == free:
+            if getrefcount(self._spare[i]) == free:
                 return self._spare.pop(i)
         return None
 
