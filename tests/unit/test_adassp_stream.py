@@ -130,29 +130,6 @@ def test_compiled_clipping_equals_the_reference_bit_for_bit(m, d, k, scale, seed
     np.testing.assert_array_equal(c_got, expected)
 
 
-@settings(max_examples=20, deadline=None)
-@given(
-    sizes=st.lists(st.integers(0, 50), min_size=1, max_size=4),
-    d=st.integers(1, 200),
-    k=st.integers(1, 3),
-    seed=st.integers(0, 2**32),
-)
-def test_reused_scratch_gives_the_reference_sums_bit_for_bit(sizes, d, k, seed):
-    """add_clipped with one scratch reused over blocks of varying size (left holding the
-    previous block's rows) against the numpy reference (fresh arrays, clip + add)."""
-    rng = np.random.default_rng(seed)
-    top = max(sizes)
-    scratch = (rng.standard_normal((top, d)), rng.standard_normal((top, k)), np.full(top, 9.0))
-    got, ref = (AdasspStatistics(d, bound_X=1.0, bound_y=np.linspace(0.5, 1.5, k)) for _ in "ab")
-    for m in sizes:
-        X = rng.standard_normal((m, d)) * rng.uniform(0.2, 2.0, (m, 1)) / np.sqrt(d)
-        Y = rng.standard_normal((m, k))
-        c_got = got.add_clipped(X, Y, kernel="numba", scratch=scratch)
-        np.testing.assert_array_equal(c_got, ref.add_clipped(X, Y, kernel="numpy"))
-    for name in ("xtx", "xty", "yty", "n"):
-        np.testing.assert_array_equal(getattr(got, name), getattr(ref, name))
-
-
 def test_compiled_row_norms_are_numpys():
     from dpreg.estimators.adassp_stream_kernel import clip_block
 

@@ -100,14 +100,7 @@ class AdasspStatistics:
                 check_row_norm_bound(Y[:, j], float(self.bound_y[j]), f"Y[:, {j}]", "bound_y")
         self._accumulate(X, Y)
 
-    def add_clipped(
-        self,
-        X: Any,
-        Y: Any,
-        *,
-        kernel: str = "numba",
-        scratch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-    ) -> np.ndarray:
+    def add_clipped(self, X: Any, Y: Any, *, kernel: str = "numba") -> np.ndarray:
         r"""Clip a block of rows to the public bounds, add it, return the clipped counts.
 
         Row i becomes :math:`x_i\min\{1, C_X/\|x_i\|\}` and each response
@@ -117,9 +110,7 @@ class AdasspStatistics:
         (rows then satisfy :meth:`add`'s checks by construction). ``kernel="numba"``
         clips in one compiled pass (:mod:`dpreg.estimators.adassp_stream_kernel`; the
         same clipped rows, bit for bit), ``"numpy"`` is the reference (clip, then
-        :meth:`add`). ``scratch``: the compiled pass's reused buffers ``(Xc, Yc, norms)``
-        of shapes (m', d), (m', k), (m',), m' >= m, C-contiguous float64 (see
-        :func:`~dpreg.estimators.adassp_stream_kernel.clip_block`; the same sums).
+        :meth:`add`).
 
         Examples
         --------
@@ -143,7 +134,7 @@ class AdasspStatistics:
         from dpreg.estimators.adassp_stream_kernel import clip_block
 
         clipped = np.zeros(self.k)
-        Xc, Yc, _, finite = clip_block(X, Y, self.bound_X, self.bound_y, clipped, scratch)
+        Xc, Yc, _, finite = clip_block(X, Y, self.bound_X, self.bound_y, clipped)
         if not finite:
             raise ValueError("X and Y must be finite")
         self._accumulate(Xc, Yc)

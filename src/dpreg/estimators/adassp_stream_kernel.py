@@ -36,7 +36,6 @@ def clip_block(
     bound_x: float,
     bound_y: np.ndarray,
     clipped: np.ndarray,
-    out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     r"""Clip rows ``X`` (m, d) to ``bound_x`` and responses ``Y`` (m, k) to ``bound_y`` (k,).
 
@@ -44,10 +43,7 @@ def clip_block(
     response was clipped. Returns ``(Xc, Yc, norms, finite)``: the clipped C-contiguous
     copies, the row norms (the bits of ``np.linalg.norm(X, axis=1)``: numpy's pairwise
     summation order) and whether every norm and response was finite. No validation
-    (float64 arrays, ``Y`` 2-d). ``out``: scratch ``(Xc, Yc, norms)`` of at least m rows,
-    C-contiguous float64, reused across calls (a fresh 26 MB block per call at
-    m = 2^14, d = 200 is returned to the OS and faulted in again); the results are its
-    first m rows, the same bits.
+    (float64 arrays, ``Y`` 2-d).
 
     Examples
     --------
@@ -59,11 +55,9 @@ def clip_block(
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     Y = np.ascontiguousarray(Y, dtype=np.float64)
-    m = X.shape[0]
-    if out is None:
-        Xc, Yc, norms = np.empty_like(X), np.empty_like(Y), np.empty(m)
-    else:
-        Xc, Yc, norms = out[0][:m], out[1][:m], out[2][:m]
+    Xc = np.empty_like(X)
+    Yc = np.empty_like(Y)
+    norms = np.empty(X.shape[0])
     b_y = np.ascontiguousarray(bound_y, dtype=np.float64)
     finite = _kernel()(X, Y, float(bound_x), b_y, Xc, Yc, norms, clipped)
     return Xc, Yc, norms, bool(finite)

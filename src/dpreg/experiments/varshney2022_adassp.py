@@ -78,21 +78,15 @@ class StreamedAdasspStatistics:
         ]
         self.clipped = np.zeros((n_trials, self.sig.size))
         self.done = 0
-        self._scratch: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def __call__(self, X: np.ndarray, base: np.ndarray, z: np.ndarray) -> None:
         """Add the next block of rows of every trial."""
         k = min(X.shape[1], self.n - self.done)
         if k <= 0:
             return
-        if self._scratch is None or self._scratch[0].shape[0] < k:  # one for all trials
-            d, s = X.shape[2], self.sig.size
-            self._scratch = (np.empty((k, d)), np.empty((k, s)), np.empty(k))
         for t, stats in enumerate(self.stats):
             Y = base[t, :k, None] + z[t, :k, None] * self.sig  # (k, sigmas): y = base + sigma z
-            self.clipped[t] += stats.add_clipped(
-                X[t, :k], Y, kernel=self.kernel, scratch=self._scratch
-            )
+            self.clipped[t] += stats.add_clipped(X[t, :k], Y, kernel=self.kernel)
         self.done += k
 
 
