@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
+from sys import getrefcount
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,9 @@ __all__ = ["AUTO_MIN_NORMALS", "COUNTER_KERNELS", "CounterGaussianRows", "Gaussi
 
 COUNTER_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
 """Kernels of :meth:`CounterGaussianRows.rows` and of :class:`GaussianStream`'s draws."""
+
+MAX_SPARE_CHUNKS = 2
+"""Retired chunks a :class:`GaussianStream` keeps for reuse (each ``(D, chunk_rows, d)``)."""
 
 AUTO_MIN_NORMALS = 1 << 23
 """``kernel="auto"``: normals produced through numpy before switching to the compiled
@@ -95,6 +99,8 @@ class GaussianStream:
         self._buffered = 0
         self._next_chunk = 0
         self.observers = list(observers)
+        self._spare: list[np.ndarray] = []  # retired chunks' X, reused once unreferenced
+        self._probe = [np.empty(0)]  # the reference count of an unreferenced pooled array
 
     @property
     def rows_drawn(self) -> int:
@@ -111,13 +117,38 @@ class GaussianStream:
             self._draw_chunk(keep=False)
 
     def _draw_chunk(self, keep: bool = True) -> None:
-        X, base, z = self._chunk_rows(self._next_chunk)
+        X, base, z = self._chunk_rows(self._next_chunk, self._spare_chunk())
         for observe in self.observers:
             observe(X, base, z)
         if keep:
             self._buffer.append((X, base, z))
             self._buffered += self.chunk_rows
+        else:
+            self._retire(X)
         self._next_chunk += 1
+
+    def _retire(self, X: np.ndarray) -> None:
+        """Keep a consumed chunk's X (its owning array) for reuse by a later chunk."""
+        owner = X if X.base is None else X.base
+        if isinstance(owner, np.ndarray) and len(self._spare) < MAX_SPARE_CHUNKS:
+            self._spare.append(owner)
+
+    def _spare_chunk(self) -> np.ndarray | None:
+        """Return a retired chunk's X that nothing refers to any more, or None.
+
+        A fresh (D, G, d) array per chunk (262 MB at D = 10, d = 200) is mapped by
+        malloc and its pages faulted in again by every draw, 25-400 ms a chunk at
+        d = 200 on the shared host (docs/scaling.md, "Varshney E1/E3, fifth pass"). A
+        retired array is reused only when its reference count equals that of an array
+        held by a list alone: a view a consumer still holds (its ``base``) or any other
+        reference keeps it from being overwritten. The rows drawn are the same either
+        way (every element is written).
+        """
+        free = getrefcount(self._probe[0])
+        for i in range(len(self._spare)):
+            if getrefcount(self._spare[i]) == free:
+                return self._spare.pop(i)
+        return None
 
     def _chunk_rows(
         self, j: int, X: np.ndarray | None = None, z: np.ndarray | None = None
@@ -205,6 +236,7 @@ class GaussianStream:
             if X.shape[1] <= need:
                 parts.append((X, base, z))
                 self._buffer.pop(0)
+                self._retire(X)
                 got += X.shape[1]
             else:
                 parts.append((X[:, :need], base[:, :need], z[:, :need]))
