@@ -32,6 +32,7 @@ from dpreg._validation import (
     check_positive,
     check_probability,
 )
+from dpreg.data.normal_kernel import standard_normals
 from dpreg.estimators._linalg import solve_symmetric_batch, symmetric_from_upper
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import (
@@ -224,9 +225,13 @@ def release_sufficient_statistics(
         standard normal, mirrored below the diagonal.
     """
     d = xty.shape[0]
-    z = rng.standard_normal(trials)
-    upper = rng.standard_normal((trials, d * (d + 1) // 2))
-    zeta = rng.standard_normal((trials, d))
+    m = d * (d + 1) // 2
+    # the three draws in one fill, in their order: the same values as three calls
+    # (numpy's stream is one sequence), by the compiled fill once numba is loaded
+    normals = standard_normals(rng, np.empty(trials * (1 + m + d)))
+    z = normals[:trials]
+    upper = normals[trials : trials * (1 + m)].reshape(trials, m)
+    zeta = normals[trials * (1 + m) :].reshape(trials, d)
     # xtx + sigma xi on the upper triangle, mirrored (xtx is exactly symmetric, so entry
     # (i, j) is xtx[i, j] + sigma xi[i, j] either way)
     return NoisyStatistics(
