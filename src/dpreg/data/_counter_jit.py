@@ -6,6 +6,11 @@ recursion: numba's on-disk cache misses a kernel that calls kernels held in a cl
 ``uniforms`` again) and crashes on loading a recursive function (docs/scaling.md,
 "numba's cache"). The constants of the sine and cosine are computed here, so that the
 file numba checks for staleness is the one that defines them.
+The pairwise sum's explicit stack is also written out in
+:mod:`dpreg.estimators._adassp_stream_jit`, :mod:`dpreg.data._counter_jit` and
+:mod:`dpreg.estimators.peer_bfgs_kernel` on purpose: numba checks only a cached
+function's own file, so a shared callee in another file could be edited and leave its
+callers' cached code stale.
 """
 
 import math

@@ -5,6 +5,11 @@ functions calling each other as globals, and no recursion: numba's on-disk cache
 a kernel that calls a kernel held in a closure (its dispatcher pickles with a per-process
 id, so every process compiled ``clip_rows`` again, about 3 s of CPU) and crashes on
 loading a recursive function from the cache (docs/scaling.md, "numba's cache").
+The pairwise sum's explicit stack is also written out in
+:mod:`dpreg.estimators._adassp_stream_jit`, :mod:`dpreg.data._counter_jit` and
+:mod:`dpreg.estimators.peer_bfgs_kernel` on purpose: numba checks only a cached
+function's own file, so a shared callee in another file could be edited and leave its
+callers' cached code stale.
 """
 
 import numba

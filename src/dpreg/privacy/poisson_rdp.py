@@ -84,6 +84,14 @@ def poisson_rdp_epsilon_full(
     return float(accountant.get_epsilon(delta))
 
 
+def _check_rate_and_sigma(q: float, sigma: float) -> None:
+    """Raise ``ValueError`` naming ``q`` or ``sigma`` unless 0 < q < 1 and sigma > 0."""
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must be in (0, 1); got {q!r}")
+    if not sigma > 0:
+        raise ValueError(f"sigma must be > 0; got {sigma!r}")
+
+
 def log_a_int(q: float, sigma: float, alpha: int) -> float:
     r"""Return :math:`\log A_\alpha` at an integer order, as ``dp-accounting`` computes it.
 
@@ -118,10 +126,7 @@ def log_a_int(q: float, sigma: float, alpha: int) -> float:
     alpha = int(alpha)
     if alpha < 1:
         raise ValueError(f"alpha must be an integer >= 1; got {alpha!r}")
-    if not 0.0 < q < 1.0:
-        raise ValueError(f"q must be in (0, 1); got {q!r}")
-    if not sigma > 0:
-        raise ValueError(f"sigma must be > 0; got {sigma!r}")
+    _check_rate_and_sigma(q, sigma)
     i = np.arange(alpha + 1)
     lg = gammaln(np.arange(alpha + 2, dtype=np.float64))  # gammaln(m) for m = 0..alpha+1
     # _log_comb(alpha, i) = gammaln(alpha + 1) - gammaln(i + 1) - gammaln(alpha - i + 1)
@@ -174,10 +179,7 @@ def log_a_frac(q: float, sigma: float, alpha: float) -> float:
     from dp_accounting.rdp import rdp_privacy_accountant as rdp
     from scipy.special import gammaln, log_ndtr
 
-    if not 0.0 < q < 1.0:
-        raise ValueError(f"q must be in (0, 1); got {q!r}")
-    if not sigma > 0:
-        raise ValueError(f"sigma must be > 0; got {sigma!r}")
+    _check_rate_and_sigma(q, sigma)
     if not (math.isfinite(alpha) and alpha > 1):
         raise ValueError(f"alpha must be a finite order > 1; got {alpha!r}")
     z0 = sigma**2 * math.log(1 / q - 1) + 0.5
