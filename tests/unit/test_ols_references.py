@@ -268,3 +268,78 @@ def test_gram_solver_falls_back_on_rank_deficiency_and_ill_conditioning():
     assert fit_ols(deficient, y).diagnostics["rank"] == 3
     with pytest.raises(ValueError, match="solver"):
         fit_ols(X, y, solver="qr")
+
+
+def _former_gram_ols(X, y):
+    """The "gram" OLS as written before issue 18's seventh pass: checks, then scipy."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    from dpreg._validation import check_regression
+
+    X, y = check_regression(X, y, require_full_rank=False)
+    G = X.T @ X
+    lam = np.linalg.eigvalsh(G)
+    if lam[0] > 0 and lam[-1] <= 1e6 * lam[0]:
+        return cho_solve(cho_factor(G), X.T @ y), X.shape[1]
+    theta, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)
+    return theta, int(rank)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 300),
+    d=st.integers(1, 12),
+    layout=st.sampled_from(["C", "F", "strided", "float32", "list", "column_y"]),
+    log_scale=st.floats(0.0, 5.0),
+)
+def test_gram_ols_validated_by_its_gram_is_bit_identical_to_the_checked_path(
+    seed, n, d, layout, log_scale
+):
+    """The Gram-validated path returns exactly the checks-then-scipy result, any layout."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2 * d)) * 10.0 ** rng.uniform(-log_scale, log_scale, size=2 * d)
+    y = X[:, :d] @ rng.normal(size=d) + rng.normal(size=n)
+    X_in, y_in = X[:, :d].copy(), y
+    if layout == "F":
+        X_in = np.asfortranarray(X_in)
+    elif layout == "strided":
+        X_in = X[:, ::2]
+    elif layout == "float32":
+        X_in = X_in.astype(np.float32)
+    elif layout == "list":
+        X_in, y_in = X_in.tolist(), y.tolist()
+    elif layout == "column_y":
+        y_in = y[:, None]
+    if n < d:
+        with pytest.raises(ValueError, match="at least as many rows"):
+            fit_ols(X_in, y_in)
+        return
+    theta, rank = _former_gram_ols(X_in, y_in)
+    fit = fit_ols(X_in, y_in, trials=2)
+    assert fit.theta.tobytes() == np.repeat(theta[None, :], 2, axis=0).tobytes()
+    assert fit.diagnostics["rank"] == rank
+
+
+@pytest.mark.parametrize("where", ["X", "y"])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_gram_ols_refuses_non_finite_data_with_the_checks_message(where, value):
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
+    (X if where == "X" else y)[7 if where == "y" else (7, 2)] = value
+    with pytest.raises(ValueError, match=rf"^{where} contains NaN or infinite values"):
+        fit_ols(X, y)
+    with pytest.raises(ValueError, match=rf"^{where} contains NaN or infinite values"):
+        fit_ols(X, y, trials=0)  # the data's error first, as before
+
+
+def test_gram_ols_overflowing_trace_falls_back_to_the_checks():
+    """Finite data whose Gram overflows: the reference decides (lstsq), no error."""
+    X = np.array([[1e200, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    y = np.array([1.0, 2.0, 3.0])
+    with pytest.warns(RuntimeWarning, match="overflow") as record:
+        fit = fit_ols(X, y)
+    assert len(record) == 1  # the reference's warning, once (as before)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        theta, rank = _former_gram_ols(X, y)
+    assert fit.theta[0].tobytes() == theta.tobytes() and fit.diagnostics["rank"] == rank

@@ -205,3 +205,22 @@ def test_rates_are_positive_and_finite():
     rates = rl.measure_rates(quick=True, repeats=1)
     for value in (rates.gemm_flops_per_s, rates.bandwidth_bytes_per_s, rates.normals_per_s):
         assert math.isfinite(value) and value > 0
+
+
+def test_ols_counts_the_eigenvalues_that_certify_its_cholesky_solve():
+    s = rl.Shape(50, 4, None, 7)  # deterministic: the same work for any trial count
+    assert rl.work("ols", s).flops == rl.gram(50, 5) + rl.eig(4) + rl.solve(4)
+    assert rl.work("ols", s) == rl.work("ols", rl.Shape(50, 4, None, 1))
+
+
+def test_linear_mixing_workload_needs_one_covariance_factor():
+    """The bound counts one factor of A'A + eta_t^2 I: at the benchmark's workload every
+    trial's noisy eigenvalue is clamped at 0, so eta_t = sqrt(gamma) in all trials (a
+    distinct eta_t would need its own factor)."""
+    (w,) = [w for w in bench.lev_workloads(20_000, 20, 100) if w.estimator == "linear_mixing"]
+    args, kwargs = w.build(np.random.default_rng([bench.SEED, 0]))
+    fit = get_estimator("linear_mixing")(
+        *args, rng=np.random.default_rng([bench.SEED, 1]), trials=w.trials, **kwargs
+    )
+    assert np.all(fit.diagnostics["lambda_tilde"] == 0.0)
+    assert np.all(fit.diagnostics["eta_tilde"] == math.sqrt(fit.diagnostics["gamma"]))

@@ -250,3 +250,25 @@ def test_finite_check_by_sum_agrees_with_isfinite(X):
             _validation.check_matrix(X, "X")
     else:
         np.testing.assert_array_equal(_validation.check_matrix(X, "X"), X)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    X=arrays(np.float64, st.tuples(st.integers(1, 700), st.integers(1, 27)), elements=_values),
+    data=st.data(),
+)
+def test_fused_gram_kernel_four_row_copy_is_bit_identical_to_the_row_copy(X, data):
+    """The default kernel (four rows per sweep into the transposed block) and the
+    reference (one row at a time): the same Gram bits, maxima and finiteness flag, for
+    every n mod 4 and mod 128, every padding of d + 1, NaN and inf included."""
+    n, d = X.shape
+    y = data.draw(arrays(np.float64, (n,), elements=_values), label="y")
+    P = (d + 1) + (-(d + 1)) % 3
+    outcomes = []
+    for kernel in (_validation._scan_gram_kernel(), _validation._scan_gram_rows_kernel()):
+        gram = np.zeros((P, P))
+        outcomes.append((kernel(X, y, gram, 128), gram.tobytes()))
+    (fast, fast_gram), (ref, ref_gram) = outcomes
+    assert fast_gram == ref_gram
+    assert np.array_equal(np.array(fast[:2]), np.array(ref[:2]), equal_nan=True)
+    assert fast[2] == ref[2]

@@ -307,6 +307,55 @@ def _bartlett_kernel() -> Any:
         # the diagonal and below[t] under it (numpy.tril_indices(p, -1) order, row by row);
         # out[t] = (L B)(L B)', written as C = (L B)' = B' L' (rows of C are sums of rows of
         # L' weighted by columns of B), then out = C' C, lower half mirrored: exactly
+        # symmetric. Every entry is the same sequence of IEEE operations as in
+        # _bartlett_rows_kernel (no fast-math): the rows of L', C and the lower half of
+        # C' C are padded with zero columns to a multiple of 4 so that the inner loops run
+        # whole SIMD vectors without scalar remainders (the padding is never read out).
+        trials, p = diagonal.shape
+        P = (p + 3) // 4 * 4
+        LT = np.zeros((p, P))
+        C = np.zeros((p, P))
+        G = np.zeros((p, P))  # row i: entries (i, 0..i) of C' C, then padding
+        for t in range(trials):
+            for k in range(p):
+                scale = np.sqrt(w[k] + var[t])
+                for i in range(p):
+                    LT[k, i] = V[i, k] * scale
+            for j in range(p):
+                a = diagonal[t, j]
+                for i in range(P):
+                    C[j, i] = a * LT[j, i]
+                for k in range(j + 1, p):
+                    a = below[t, k * (k - 1) // 2 + j]
+                    for i in range(P):
+                        C[j, i] += a * LT[k, i]
+            for i in range(p):
+                for j in range((i + 4) // 4 * 4):
+                    G[i, j] = 0.0
+            for m in range(p):
+                for i in range(p):
+                    a = C[m, i]
+                    for j in range((i + 4) // 4 * 4):
+                        G[i, j] += a * C[m, j]
+            for i in range(p):
+                for j in range(i + 1):
+                    out[t, i, j] = G[i, j]
+                    out[t, j, i] = G[i, j]
+
+    return bartlett_product
+
+
+@cache
+def _bartlett_rows_kernel() -> Any:
+    """Compile the reference of :func:`_bartlett_kernel` (loops of length p; tests)."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def bartlett_product(V, w, var, diagonal, below, out):
+        # Per trial t: L = V diag(sqrt(w + var[t])), B lower triangular with diagonal[t] on
+        # the diagonal and below[t] under it (numpy.tril_indices(p, -1) order, row by row);
+        # out[t] = (L B)(L B)', written as C = (L B)' = B' L' (rows of C are sums of rows of
+        # L' weighted by columns of B), then out = C' C, lower half mirrored: exactly
         # symmetric. All inner loops run along contiguous rows.
         trials, p = diagonal.shape
         LT = np.empty((p, p))
