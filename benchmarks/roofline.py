@@ -51,8 +51,8 @@ Per-estimator formulas, flops; bytes; normal draws per call (m trials, D = d + 1
 * ``dp_gd``: m T n (4d + 3); 8 n D T; m T d.
 * ``2s_gd`` (p = q): GRAM(n, q+p+1) + T (2 q^2 p + 2 q p); 8 n (q+p+1); no draws.
 * ``dp_2s_gd``: m T n (4 q p + 4 q + 3p + 6); 8 n (q+p+1) T; m T (q p + p).
-* ``dp_2s_gd_beta``: GRAM(n, q+p+1) + m T (n (4q + 3) + 2 q^2 p); 8 n (q+p+1) (T + 1);
-  m T p.
+* ``dp_2s_gd_beta``: GRAM(n, q+p+1) + m T (n (4q + 3 + 3q(q+1)/2) + 4 q^2 p);
+  8 n (q+p+1) (T + 1); m T p.
 * ``dp_ambssgd*``: m T (s (2d + 1) + b (4d + 3)); 8 T (s + b) D m; m (n + T (d + K)).
 * ``ambssgd_sgd``: m T b (4d + 3); 8 T (s + b) D m; m n.
 * ``dp_ssgd``: m n (4d + 3); 8 n D m; m n (d + 1).
@@ -73,7 +73,18 @@ benchmark's workload; ``tests/unit/test_roofline.py`` counts the transforms
 ``correlated_noise`` does).
 Two-stage IV: ``dp_2s_gd`` clips both stages (first stage residual ``Z Theta - X``
 is n x p per trial: 4qp flops a row, the second 4q); ``dp_2s_gd_beta`` clips the second
-stage only, the first is a Gram update. Workloads not listed here raise ``KeyError``.
+stage only, the first is a Gram update; its clip needs ``||w_i|| = ||Theta' z_i||`` of
+every row, counted at its cheapest, the symmetric form ``z_i' (Theta Theta') z_i``
+(q(q+1)/2 terms of 3 flops a row, ``Theta Theta'`` once per step: 2 q^2 p; issue 18, s21:
+until then the norm was left out, while ``dp_2s_gd`` counts it, 3p a row from its
+first-stage residual). Workloads not listed here raise ``KeyError``.
+
+What each bound leaves optimistic (kept: the bound is the machine's limit for the
+counted work, never shrunk to flatter a ratio; reviewed for every formula in s21): the
+FFT flops of ``dp_ftrl`` at the square-GEMM rate (pocketfft's real transforms run at
+about a tenth of it), and the rows that the shuffled and Poisson-sampled SGD family read
+at random at the streaming bandwidth (a random 160-byte row costs three cache-line
+misses whose latency the copy bandwidth does not see).
 """
 
 from __future__ import annotations
@@ -253,7 +264,8 @@ def _dp_two_stage_gd(s: Shape) -> Work:
 def _dp_two_stage_gd_beta(s: Shape) -> Work:
     n, p, m, T = s.n, s.d, s.trials, _steps(s)
     q = p
-    flops = gram(n, q + p + 1) + m * T * (n * (4 * q + 3) + 2 * q * q * p)
+    norm_sq = 3 * q * (q + 1) // 2  # ||Theta' z||^2 = z' (Theta Theta') z, symmetric form
+    flops = gram(n, q + p + 1) + m * T * (n * (4 * q + 3 + norm_sq) + 4 * q * q * p)
     return Work(flops, 8.0 * n * (q + p + 1) * (T + 1), float(m * T * p))
 
 
