@@ -51,8 +51,8 @@ Per-estimator formulas, flops; bytes; normal draws per call (m trials, D = d + 1
 * ``dp_gd``: m T n (4d + 3); 8 n D T; m T d.
 * ``2s_gd`` (p = q): GRAM(n, q+p+1) + T (2 q^2 p + 2 q p); 8 n (q+p+1); no draws.
 * ``dp_2s_gd``: m T n (4 q p + 4 q + 3p + 6); 8 n (q+p+1) T; m T (q p + p).
-* ``dp_2s_gd_beta``: GRAM(n, q+p+1) + m T (n (4q + 3 + 3q(q+1)/2) + 4 q^2 p);
-  8 n (q+p+1) (T + 1); m T p.
+* ``dp_2s_gd_beta``: GRAM(n, q+p+1) + m T (n (4q + 3 + N) + 4 q^2 p),
+  N = min(2p(q+1), 3q(q+1)/2); 8 n (q+p+1) (T + 1); m T p.
 * ``dp_ambssgd*``: m T (s (2d + 1) + b (4d + 3)); 8 T (s + b) D m; m (n + T (d + K)).
 * ``ambssgd_sgd``: m T b (4d + 3); 8 T (s + b) D m; m n.
 * ``dp_ssgd``: m n (4d + 3); 8 n D m; m n (d + 1).
@@ -74,8 +74,9 @@ benchmark's workload; ``tests/unit/test_roofline.py`` counts the transforms
 Two-stage IV: ``dp_2s_gd`` clips both stages (first stage residual ``Z Theta - X``
 is n x p per trial: 4qp flops a row, the second 4q); ``dp_2s_gd_beta`` clips the second
 stage only, the first is a Gram update; its clip needs ``||w_i|| = ||Theta' z_i||`` of
-every row, counted at its cheapest, the symmetric form ``z_i' (Theta Theta') z_i``
-(q(q+1)/2 terms of 3 flops a row, ``Theta Theta'`` once per step: 2 q^2 p; issue 18, s21:
+every row, counted at its cheapest, ``N`` flops a row: ``Theta' z_i`` and its squared
+norm (2p(q+1)) or the symmetric form ``z_i' (Theta Theta') z_i`` (q(q+1)/2 terms of 3
+flops; ``Theta Theta'`` once per step: 2 q^2 p), whichever is fewer (issue 18, s21:
 until then the norm was left out, while ``dp_2s_gd`` counts it, 3p a row from its
 first-stage residual). Workloads not listed here raise ``KeyError``.
 
@@ -264,7 +265,8 @@ def _dp_two_stage_gd(s: Shape) -> Work:
 def _dp_two_stage_gd_beta(s: Shape) -> Work:
     n, p, m, T = s.n, s.d, s.trials, _steps(s)
     q = p
-    norm_sq = 3 * q * (q + 1) // 2  # ||Theta' z||^2 = z' (Theta Theta') z, symmetric form
+    # ||Theta' z||^2 per row: directly, or as z' (Theta Theta') z in its symmetric form
+    norm_sq = min(2 * p * (q + 1), 3 * q * (q + 1) // 2)
     flops = gram(n, q + p + 1) + m * T * (n * (4 * q + 3 + norm_sq) + 4 * q * q * p)
     return Work(flops, 8.0 * n * (q + p + 1) * (T + 1), float(m * T * p))
 
