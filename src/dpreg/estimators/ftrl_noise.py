@@ -19,7 +19,8 @@ at once:
 
 Memory: :func:`correlated_noise` needs, besides its input and output, three FFT arrays of
 at most 16 columns and about 32 MB each on the FFT path (``n_fft`` about :math:`2T`
-rows) and ``4096 * columns`` numbers on the direct path, whatever the number of columns.
+rows) plus a (T, 16-column) staging copy of half that size, and ``4096 * columns``
+numbers on the direct path, whatever the number of columns.
 """
 
 from __future__ import annotations
