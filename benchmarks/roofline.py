@@ -56,25 +56,41 @@ Per-estimator formulas, flops; bytes; normal draws per call (m trials, D = d + 1
 * ``dp_gd``: m T n (4d + 3); 8 n D T; m T d.
 * ``2s_gd`` (p = q): GRAM(n, q+p+1) + T (2 q^2 p + 2 q p); 8 n (q+p+1); no draws.
 * ``dp_2s_gd``: m T n (4 q p + 4 q + 3p + 6); 8 n (q+p+1) T; m T (q p + p).
-* ``dp_2s_gd_beta``: GRAM(n, q+p+1) + m T (n (4q + 3) + 2 q^2 p); 8 n (q+p+1) (T + 1);
-  m T p.
+* ``dp_2s_gd_beta``: GRAM(n, q+p+1) + m T (n (4q + 3 + N) + 4 q^2 p),
+  N = min(2p(q+1), 3q(q+1)/2); 8 n (q+p+1) (T + 1); m T p.
 * ``dp_ambssgd*``: m T (s (2d + 1) + b (4d + 3)); 8 T (s + b) D m; m (n + T (d + K)).
 * ``ambssgd_sgd``: m T b (4d + 3); 8 T (s + b) D m; m n.
 * ``dp_ssgd``: m n (4d + 3); 8 n D m; m n (d + 1).
 * ``dp_sgd_poisson``: m n (4d + 3); 8 n D m; m (n + T d).
 * ``dp_sgd_stream``: m n (4d + 3); 8 n D + 16 m n d; m n d.
-* ``dp_ftrl``: m n (4d + 3) + m d FFT(n); 8 n D + 32 m n d; m n d.
+* ``dp_ftrl``: m n (4d + 3) + (2 m d + 1) FFT(n); 8 n D + 32 m n d; m n d.
 
 Notes: the shuffled SGD family (``dp_ambssgd*``, ``ambssgd_sgd``: T blocks of s DP-STAT
 rows and b mini-batch rows, K = 20 DP-STAT queries at most, the other rows dropped;
 ``dp_ssgd``: n single-row steps) and Poisson DP-SGD give every trial its own order or
 batches, so each trial reads the data once and draws n random numbers for its
-permutation or Poisson sampling (counted as draws). ``FFT(n) = 3 * 2.5 L log2 L``
-with ``L = 2n`` (two real FFTs and an inverse of the zero-padded length: the Toeplitz
-correlation applied to each noise column).
+permutation or Poisson sampling (counted as draws). ``FFT(n) = 2.5 L log2 L`` is one
+real FFT of the zero-padded length ``L = 2n``; the Toeplitz correlation applied to the
+m d noise columns takes a forward and an inverse transform per column and one transform
+of the coefficients per call (issue 18, s21: until then 3 transforms per column were
+counted, the coefficients' transform once per column; the bound was 8% too long at the
+benchmark's workload; ``tests/unit/test_roofline.py`` counts the transforms
+``correlated_noise`` does).
 Two-stage IV: ``dp_2s_gd`` clips both stages (first stage residual ``Z Theta - X``
 is n x p per trial: 4qp flops a row, the second 4q); ``dp_2s_gd_beta`` clips the second
-stage only, the first is a Gram update. Workloads not listed here raise ``KeyError``.
+stage only, the first is a Gram update; its clip needs ``||w_i|| = ||Theta' z_i||`` of
+every row, counted at its cheapest, ``N`` flops a row: ``Theta' z_i`` and its squared
+norm (2p(q+1)) or the symmetric form ``z_i' (Theta Theta') z_i`` (q(q+1)/2 terms of 3
+flops; ``Theta Theta'`` once per step: 2 q^2 p), whichever is fewer (issue 18, s21:
+until then the norm was left out, while ``dp_2s_gd`` counts it, 3p a row from its
+first-stage residual). Workloads not listed here raise ``KeyError``.
+
+What each bound leaves optimistic (kept: the bound is the machine's limit for the
+counted work, never shrunk to flatter a ratio; reviewed for every formula in s21): the
+FFT flops of ``dp_ftrl`` at the square-GEMM rate (pocketfft's real transforms run at
+about a tenth of it), and the rows that the shuffled and Poisson-sampled SGD family read
+at random at the streaming bandwidth (a random 160-byte row costs three cache-line
+misses whose latency the copy bandwidth does not see).
 """
 
 from __future__ import annotations
@@ -178,9 +194,9 @@ def wishart(p: int) -> float:
 
 
 def fft_flops(n: int) -> float:
-    """Flops of two real FFTs and one inverse of the zero-padded length ``L = 2n``."""
+    """Flops of one real FFT (or inverse) of the zero-padded length ``L = 2n``."""
     L = 2 * n
-    return 3 * 2.5 * L * math.log2(L)
+    return 2.5 * L * math.log2(L)
 
 
 def _steps(s: Shape) -> int:
@@ -255,7 +271,9 @@ def _dp_two_stage_gd(s: Shape) -> Work:
 def _dp_two_stage_gd_beta(s: Shape) -> Work:
     n, p, m, T = s.n, s.d, s.trials, _steps(s)
     q = p
-    flops = gram(n, q + p + 1) + m * T * (n * (4 * q + 3) + 2 * q * q * p)
+    # ||Theta' z||^2 per row: directly, or as z' (Theta Theta') z in its symmetric form
+    norm_sq = min(2 * p * (q + 1), 3 * q * (q + 1) // 2)
+    flops = gram(n, q + p + 1) + m * T * (n * (4 * q + 3 + norm_sq) + 4 * q * q * p)
     return Work(flops, 8.0 * n * (q + p + 1) * (T + 1), float(m * T * p))
 
 
@@ -302,7 +320,7 @@ def _dp_sgd_stream(s: Shape) -> Work:
 
 def _dp_ftrl(s: Shape) -> Work:
     n, d, m = s.n, s.d, s.trials
-    flops = m * n * _row_step(d) + m * d * fft_flops(n)
+    flops = m * n * _row_step(d) + (2 * m * d + 1) * fft_flops(n)
     return Work(float(flops), 8.0 * n * (d + 1) + 32.0 * m * n * d, float(m * n * d))
 
 

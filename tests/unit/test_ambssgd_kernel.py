@@ -11,6 +11,8 @@ import functools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpreg.estimators import ambssgd, ambssgd_core
 from dpreg.estimators.ambssgd import (
@@ -101,6 +103,31 @@ def test_batch_gradient_and_magnitudes_equal_gathered_numpy():
     mags = stat_magnitudes(X, y, idx, W, runs)
     expected = np.moveaxis(np.abs(Xg @ W - yg[:, :, None])[:, :, runs], 1, 2)
     np.testing.assert_allclose(mags, expected, rtol=1e-12, atol=1e-14)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 700),
+    d=st.integers(1, 9),
+    D=st.integers(1, 3),
+    R=st.integers(1, 4),
+    frac=st.floats(0.0, 1.0),
+)
+def test_gathered_gradient_equals_the_in_place_kernel_bit_for_bit(seed, n, d, D, R, frac):
+    """Rows copied GATHER_ROWS at a time (issue 18): the same sums as reading in place."""
+    rng = np.random.default_rng(seed)
+    k = max(1, int(frac * n))  # from one row to every row: partial and several chunks
+    X, y = rng.normal(size=(n, d)), rng.normal(size=n)
+    norms = np.linalg.norm(X, axis=1)
+    idx = np.stack([rng.permutation(n)[:k] for _ in range(D)]).astype(np.int32)
+    W = rng.normal(size=(D, d, R))
+    zeta = rng.uniform(0.1, 5.0, size=(D, R))
+    zeta[:, 0] = np.inf
+    gathered = batch_gradient(X, y, norms, idx, W, zeta)
+    in_place = batch_gradient(X, y, norms, idx, W, zeta, gather=False)
+    for a, b in zip(gathered, in_place, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_permutations_are_the_same_and_bad_kernel_raises():

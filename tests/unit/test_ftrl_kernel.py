@@ -20,6 +20,7 @@ from dpreg import ZCDP, ApproxDP
 from dpreg.estimators.ftrl import (
     FTRL_KERNELS,
     KERNEL_AUTO_MIN_ROWS,
+    KERNEL_AUTO_MIN_STEPS,
     _data_steps,
     fit_dp_ftrl,
     fit_dp_sgd_stream,
@@ -89,7 +90,7 @@ def test_fit_same_draws_same_certificate_either_kernel(fit, epochs):
         assert fits[kernel].budget_spent == ref.budget_spent
         assert fits[kernel].diagnostics["noise_multiplier"] == ref.diagnostics["noise_multiplier"]
     # at this size "auto" is the reference itself, bit for bit
-    assert 5 * 300 * epochs < KERNEL_AUTO_MIN_ROWS
+    assert 5 * 300 * epochs < KERNEL_AUTO_MIN_ROWS and 100 * epochs < KERNEL_AUTO_MIN_STEPS
     np.testing.assert_array_equal(fits["auto"].theta, ref.theta)
 
 
@@ -109,6 +110,27 @@ def test_auto_compiles_at_size(monkeypatch):
     fit_dp_ftrl(X, y, budget=ZCDP(1.0), rng=np.random.default_rng(0), trials=2, eta=0.1,
                 clip=1.0, nu=0.1)  # fmt: skip
     assert calls == [1]
+
+
+@pytest.mark.parametrize(("min_steps", "compiled"), [(60, True), (61, False)])
+def test_auto_compiles_from_many_steps_whatever_the_trials(monkeypatch, min_steps, compiled):
+    """Few trials of batch 1 over many steps: the step count alone picks the kernel."""
+    import dpreg.estimators.ftrl as ftrl
+
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return data_steps_compiled(*args, **kwargs)
+
+    monkeypatch.setattr(ftrl, "KERNEL_AUTO_MIN_STEPS", min_steps)
+    monkeypatch.setattr(ftrl, "data_steps_compiled", counted)
+    X = np.random.default_rng(0).normal(size=(60, 2)) / 2
+    y = np.clip(X.sum(axis=1), -1, 1)
+    assert 60 < KERNEL_AUTO_MIN_ROWS  # one trial, T = 60 steps of one row
+    fit_dp_ftrl(X, y, budget=ZCDP(1.0), rng=np.random.default_rng(0), trials=1, eta=0.1,
+                clip=1.0, nu=0.1)  # fmt: skip
+    assert calls == ([1] if compiled else [])
 
 
 def test_bad_kernel_is_named():

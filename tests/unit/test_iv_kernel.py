@@ -148,6 +148,35 @@ def test_certified_sums_equal_the_reference_at_any_iterate(seed, q, clip, spread
     np.testing.assert_array_equal(c2 / n, f2)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    q=st.integers(1, 6),
+    clip=st.floats(0.1, 200.0),
+    spread=st.floats(0.0, 3.0),
+)
+def test_second_stage_by_columns_equals_the_row_wise_loop_bit_for_bit(seed, q, clip, spread):
+    """``columns=True`` (issue 18) sums the same products in the same order as ``False``."""
+    rng = np.random.default_rng(seed)
+    p = int(rng.integers(1, q + 1))
+    n, trials = 150, 5
+    Z, X, y, Theta0 = _iv_data(seed % 1000, n, q, p)
+    d = _prepare(Z, X, y, trials)
+    Theta = Theta0 + spread * rng.normal(size=(trials, q, p))
+    beta = spread * rng.normal(size=(trials, p))
+    out = {}
+    for columns in (True, False):
+        k = CertifiedIVGradients(
+            d.Z, d.X, d.y, d.zn, d.ZtZ, d.ZtX, d.Zty, clip_theta=clip, clip_beta=clip,
+            columns=columns,
+        )  # fmt: skip
+        out[columns] = k(Theta, beta)
+        visited = k.visited
+    for a, b in zip(out[True], out[False], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert visited[1] > 0 or clip > 1.0  # a small threshold makes the kernel visit rows
+
+
 def test_2s_gd_fast_equals_rows_with_path():
     Z, X, y, Theta = _iv_data(9, 800, 4, 2)
     kw = dict(T=60, step_theta=1.0, step_beta=0.03, trials=3)

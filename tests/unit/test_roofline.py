@@ -159,6 +159,29 @@ def test_counted_draws_match_the_quick_workloads(name):
         assert rng.normals + w.trials * chi == rl.work(name, w.shape()).draws, w.paper
 
 
+def test_counted_ffts_match_what_the_ftrl_noise_transforms(monkeypatch):
+    """nu-DP-FTRL's flops beyond the steps = the 1-D real FFTs its noise really does."""
+    from scipy import fft as sp_fft
+
+    series: list[int] = []
+    for fname in ("rfft", "irfft"):
+        original = getattr(sp_fft, fname)
+
+        def counted(x, *args, _f=original, **kwargs):
+            axis = kwargs.get("axis", -1)
+            series.append(int(np.prod(np.shape(x))) // np.shape(x)[axis])
+            return _f(x, *args, **kwargs)
+
+        monkeypatch.setattr(sp_fft, fname, counted)
+    (w,) = (w for w in bench.workloads(True) if w.estimator == "dp_ftrl")
+    args, kwargs = w.build(np.random.default_rng(5))
+    get_estimator("dp_ftrl")(*args, rng=np.random.default_rng(6), trials=w.trials, **kwargs)
+    s = w.shape()
+    steps = s.trials * s.n * (4 * s.d + 3)
+    transforms = (rl.work("dp_ftrl", s).flops - steps) / rl.fft_flops(s.n)
+    assert sum(series) == 2 * s.trials * s.d + 1 == pytest.approx(transforms)
+
+
 def test_deterministic_estimators_count_once_and_private_ones_per_trial():
     one, many = rl.Shape(1000, 5, 10, 1), rl.Shape(1000, 5, 10, 50)
     for name in ("ols", "2s_gd"):
