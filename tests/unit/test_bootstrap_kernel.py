@@ -22,6 +22,8 @@ from dpreg.estimators import get_estimator
 from dpreg.estimators.methods import PublicInputs
 from dpreg.inference import bootstrap as boot
 from dpreg.inference.bootstrap_kernel import (
+    adassp_systems,
+    adassp_systems_reference,
     bordered_min_eigenvalue,
     ihm_solutions,
     sketch_solutions,
@@ -202,6 +204,63 @@ def test_ihm_steps_have_the_law_of_the_formed_solve(d, k, axis):
     z = np.abs(fa.mean(0) - fb.mean(0)) / se
     assert np.all(z < 4.0), z
     assert _ks(fa[:, -1], fb[:, -1]) < 1.95
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    t=st.integers(1, 3),
+    nb=st.integers(1, 12),
+    d=st.integers(1, 9),
+    scale=st.sampled_from([0.0, 1e-3, 0.37, 5.0]),
+    zero_ridge=st.booleans(),
+)
+def test_adassp_systems_equal_numpys_expression_bit_for_bit(seed, t, nb, d, scale, zero_ridge):
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((t, d, d))
+    G = G @ np.swapaxes(G, 1, 2) / d  # symmetric only to rounding, as the plug-in Gram
+    G[:, 0, -1] += 1e-3  # and explicitly asymmetric: (i, j) and (j, i) stay separate
+    upper = rng.standard_normal((t, nb, d * (d + 1) // 2))
+    ridge = np.zeros((t, nb)) if zero_ridge else rng.uniform(0.0, 2.0, (t, nb))
+    got = adassp_systems(G, scale, upper, ridge)
+    ref = adassp_systems_reference(G, scale, upper, ridge)
+    assert got.shape == (t, nb, d, d)
+    assert np.array_equal(got, ref)
+    assert np.array_equal(np.signbit(got), np.signbit(ref))  # zeros' signs too
+    # the independent statement: entry (i, j) is G_ij + scale * xi_ij (+ ridge on the diagonal)
+    i, j = np.triu_indices(d)
+    for a in range(t):
+        for b in range(nb):
+            xi = np.zeros((d, d))
+            xi[i, j] = xi[j, i] = upper[a, b]
+            np.testing.assert_allclose(
+                got[a, b], G[a] + scale * xi + ridge[a, b] * np.eye(d), rtol=0, atol=1e-15
+            )
+
+
+def test_adassp_systems_reject_bad_shapes():
+    with pytest.raises(ValueError, match="upper"):
+        adassp_systems(np.eye(3)[None], 1.0, np.zeros((1, 2, 5)), np.zeros((1, 2)))
+    with pytest.raises(ValueError, match="ridge"):
+        adassp_systems(np.eye(2)[None], 1.0, np.zeros((1, 2, 3)), np.zeros((1, 3)))
+
+
+@pytest.mark.parametrize("target", ["empirical", "population"])
+def test_adassp_bootstrap_is_the_reference_bit_for_bit(target, monkeypatch):
+    """AdaSSP's compiled systems keep the draws and the values: the same intervals."""
+    rng = np.random.default_rng(0)
+    n, d = 2000, 4
+    X = rng.uniform(-1, 1, size=(n, d)) / math.sqrt(d)
+    y = np.clip(X @ np.linspace(0.4, -0.3, d) + 0.2 * rng.normal(size=n), -1, 1)
+    fit = get_estimator("adassp")(
+        X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(2), trials=3,
+        bound_X=1.0, bound_y=1.0, yty_share=0.1,
+    )  # fmt: skip
+    public = PublicInputs(n=n, d=d, epsilon=1.0, delta=1e-6, bound_X=1.0, bound_y=1.0)
+    fast = _run(fit, public, "fast", monkeypatch, 5, 200, target)
+    ref = _run(fit, public, "reference", monkeypatch, 5, 200, target)
+    assert np.array_equal(fast.estimates, ref.estimates)
+    assert np.array_equal(fast.lower, ref.lower) and np.array_equal(fast.upper, ref.upper)
 
 
 # ----------------------------------------------------------------- whole bootstraps

@@ -78,3 +78,28 @@ def min_eig(w, a, c, out):  # pragma: no cover - compiled
                         break
                 x = xn
             out[i, b] = x if lo <= x <= hi else 0.5 * (lo + hi)
+
+
+@numba.njit(cache=True, nogil=True)
+def adassp_systems(G, scale, upper, ridge, out):  # pragma: no cover - compiled
+    """out[t, b] = G[t] + scale * xi[t, b] + ridge[t, b] * I, xi symmetric from ``upper``.
+
+    ``upper[t, b]`` lists xi's upper triangle row by row (numpy.triu_indices order); each
+    entry is computed as numpy evaluates ``G[:, None] + scale * xi + ridge[..., None, None]
+    * eye(d)``: ``(G_ij + scale * xi_ij) + ridge * I_ij`` (off the diagonal the added
+    ``ridge * 0.0`` too, so the sign of a zero is numpy's).
+    """
+    t, nb, d = out.shape[0], out.shape[1], out.shape[2]
+    for s in range(t):
+        for b in range(nb):
+            r = ridge[s, b]
+            off = r * 0.0
+            k = 0
+            for i in range(d):
+                out[s, b, i, i] = (G[s, i, i] + scale * upper[s, b, k]) + r * 1.0
+                k += 1
+                for j in range(i + 1, d):
+                    x = scale * upper[s, b, k]
+                    out[s, b, i, j] = (G[s, i, j] + x) + off
+                    out[s, b, j, i] = (G[s, j, i] + x) + off
+                    k += 1

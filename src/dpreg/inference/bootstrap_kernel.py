@@ -60,6 +60,8 @@ import numpy as np
 
 __all__ = [
     "MIN_RATIO",
+    "adassp_systems",
+    "adassp_systems_reference",
     "bordered_min_eigenvalue",
     "ihm_solutions",
     "sketch_solutions",
@@ -82,6 +84,69 @@ def _kernels() -> Any:
 
 def _f64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def adassp_systems(G: np.ndarray, scale: float, upper: np.ndarray, ridge: np.ndarray) -> np.ndarray:
+    r"""AdaSSP's replicate systems :math:`G + \sigma\xi_b + \lambda_b I` in one compiled pass.
+
+    Bit for bit :func:`adassp_systems_reference` (the numpy expression of the bootstrap,
+    ``tests/unit/test_bootstrap_kernel.py``) without its three (t, B, d, d) temporaries
+    (the gathered symmetric noise, its scaled copy, the ridge's diagonal matrices).
+
+    Parameters
+    ----------
+    G : ndarray, shape (t, d, d)
+        Plug-in Gram of each trial (need not be exactly symmetric: entry (i, j) and
+        (j, i) are each added to the same noise, as numpy does).
+    scale : float
+        Noise scale :math:`\sigma`.
+    upper : ndarray, shape (t, B, d (d + 1) / 2)
+        The symmetric noise's upper triangle, row by row (``numpy.triu_indices`` order).
+    ridge : ndarray, shape (t, B)
+
+    Returns
+    -------
+    ndarray, shape (t, B, d, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> G, up, ridge = np.eye(2)[None], np.array([[[1.0, 2.0, 3.0]]]), np.array([[0.5]])
+    >>> adassp_systems(G, 0.1, up, ridge)[0, 0].tolist()
+    [[1.6, 0.2], [0.2, 1.8]]
+    """
+    G, upper, ridge = _f64(G), _f64(upper), _f64(ridge)
+    t, d = G.shape[0], G.shape[-1]
+    if G.shape != (t, d, d) or upper.shape[::2] != (t, d * (d + 1) // 2):
+        raise ValueError(
+            f"G must be (t, d, d) and upper (t, B, d(d+1)/2); got {G.shape} and {upper.shape}"
+        )
+    if ridge.shape != upper.shape[:2]:
+        raise ValueError(f"ridge must have shape {upper.shape[:2]}; got {ridge.shape}")
+    out = np.empty((t, upper.shape[1], d, d))
+    _kernels().adassp_systems(G, float(scale), upper, ridge, out)
+    return out
+
+
+def adassp_systems_reference(
+    G: np.ndarray, scale: float, upper: np.ndarray, ridge: np.ndarray
+) -> np.ndarray:
+    """Numpy reference of :func:`adassp_systems` (the bootstrap's original expression).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> G, up, ridge = np.eye(2)[None], np.array([[[1.0, 2.0, 3.0]]]), np.array([[0.5]])
+    >>> adassp_systems_reference(G, 0.1, up, ridge)[0, 0].tolist()
+    [[1.6, 0.2], [0.2, 1.8]]
+    """
+    t, nb = upper.shape[:2]
+    d = G.shape[-1]
+    rows, cols = np.triu_indices(d)
+    index = np.empty((d, d), dtype=np.intp)
+    index[rows, cols] = index[cols, rows] = np.arange(rows.size)
+    xi = np.take(upper, index.ravel(), axis=-1).reshape(t, nb, d, d)
+    return G[:, None] + scale * xi + ridge[..., None, None] * np.eye(d)
 
 
 def bordered_min_eigenvalue(w: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.ndarray:
