@@ -61,7 +61,8 @@ from dpreg.estimators.methods import PublicInputs
 from dpreg.inference.bootstrap_kernel import (
     adassp_systems,
     bordered_min_eigenvalue,
-    ihm_solutions,
+    ihm_steps,
+    ihm_steps_reference,
     sketch_solutions,
 )
 from dpreg.inference.intervals import ConfidenceIntervals
@@ -725,12 +726,21 @@ def _ihm(
             q /= rng.chisquare(k - d + 1, size=(t, B))[..., None]
         else:
             chi, low = _bartlett_draws(rng, (t, B), d, k)
-        g = np.einsum("tij,tbj->tbi", G, theta[:, None, :] - th)
-        if D["variant"] == "paper":
-            g = g - eta2_b[..., None] * th
-        g = g + D["sigma"] * rng.standard_normal((t, B, d))
+        noise = _standard_normals(rng, np.empty((t, B, d)))  # numpy's values and state
+        if fast and t * B >= COMPILED_MIN_BATCH:  # one compiled pass (ihm_steps)
+            step, ok, g = ihm_steps(
+                G, theta, th, eta2_b, D["variant"] == "paper", D["sigma"], noise, V, r, q, k
+            )
+        elif fast:
+            step, ok, g = ihm_steps_reference(
+                G, theta, th, eta2_b, D["variant"] == "paper", D["sigma"], noise, V, r, q, k
+            )
+        else:
+            g = np.einsum("tij,tbj->tbi", G, theta[:, None, :] - th)
+            if D["variant"] == "paper":
+                g = g - eta2_b[..., None] * th
+            g = g + D["sigma"] * noise
         if fast:
-            step, ok = ihm_solutions(V, r, g, q, k)
             if not ok.all():  # near-singular F: the Wishart matrix formed and solved
                 chi, low = _bartlett_draws(rng, (int((~ok).sum()),), d, k)
                 step[~ok] = _solve(_wishart_from(F[~ok], chi, low) / k, g[~ok])

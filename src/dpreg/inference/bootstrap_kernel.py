@@ -64,6 +64,8 @@ __all__ = [
     "adassp_systems_reference",
     "bordered_min_eigenvalue",
     "ihm_solutions",
+    "ihm_steps",
+    "ihm_steps_reference",
     "sketch_solutions",
 ]
 
@@ -286,3 +288,111 @@ def ihm_solutions(
     step = float(k) * np.einsum("tij,tbj->tbi", V, w_inv_v / safe)
     ok &= np.isfinite(step).all(axis=-1)
     return step, ok
+
+
+def ihm_steps(
+    G: np.ndarray,
+    theta: np.ndarray,
+    th: np.ndarray,
+    eta2: np.ndarray,
+    paper: bool,
+    sigma: float,
+    noise: np.ndarray,
+    V: np.ndarray,
+    r: np.ndarray,
+    q: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""One step of IHM's bootstrap replicates in one compiled pass (:func:`ihm_steps_reference`).
+
+    The simulated gradient :math:`g = G(\hat\theta - \theta_t)\,[-\eta_b^2\theta_t] +
+    \sigma\zeta` and the step :math:`H^{-1}g` of :func:`ihm_solutions`, per (trial,
+    replicate), from the same draws (``noise`` = :math:`\zeta`, ``q``), without the numpy
+    path's (t, B, d) temporaries. Equal to :func:`ihm_steps_reference` to round-off (its
+    sums run in index order, numpy's ``einsum`` in its own; ``ok`` the same where no
+    step is within round-off of overflow; ``tests/unit/test_bootstrap_kernel.py``).
+
+    Parameters
+    ----------
+    G : ndarray, shape (t, d, d)
+        Plug-in Hessian of each trial.
+    theta : ndarray, shape (t, d)
+        The release's estimate (units of :math:`X/C_X`).
+    th : ndarray, shape (t, B, d)
+        The replicates' iterates :math:`\theta_t`.
+    eta2 : ndarray, shape (t, B)
+        :math:`\eta_b^2` (read only when ``paper``).
+    paper : bool
+        Line 6 as printed (with :math:`-\eta_b^2\theta_t`).
+    sigma : float
+    noise : ndarray, shape (t, B, d)
+    V : ndarray, shape (t, d, d)
+    r : ndarray, shape (t, B, d)
+    q : ndarray, shape (t, B, d)
+    k : int
+
+    Returns
+    -------
+    step : ndarray, shape (t, B, d)
+    ok : ndarray of bool, shape (t, B)
+    g : ndarray, shape (t, B, d)
+        The gradients (for the caller's reference solve of the replicates not ``ok``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones((1, 1, 1))
+    >>> step, ok, g = ihm_steps(2 * np.eye(1)[None], np.ones((1, 1)), 0 * one, one[0], False,
+    ...                         0.0, 0 * one, np.eye(1)[None], 2 * one, one / 9, 4)
+    >>> float(g[0, 0, 0]), bool(np.isclose(step[0, 0, 0], 2.0 / 9.0)), bool(ok[0, 0])
+    (2.0, True, True)
+    """
+    G, theta, th, eta2 = _f64(G), _f64(theta), _f64(th), _f64(eta2)
+    noise, V, r, q = _f64(noise), _f64(V), _f64(r), _f64(q)
+    t, nb, d = th.shape
+    for name, a, shape in (
+        ("G", G, (t, d, d)), ("theta", theta, (t, d)), ("eta2", eta2, (t, nb)),
+        ("noise", noise, (t, nb, d)), ("V", V, (t, d, d)), ("r", r, (t, nb, d)),
+        ("q", q, (t, nb, d)),
+    ):  # fmt: skip
+        if a.shape != shape:
+            raise ValueError(f"{name} must have shape {shape}; got {a.shape}")
+    step, g = np.empty((t, nb, d)), np.empty((t, nb, d))
+    ok = np.empty((t, nb), dtype=np.bool_)
+    _kernels().ihm_steps(
+        G, theta, th, eta2, bool(paper), float(sigma), noise, V, r, q, float(k), MIN_RATIO,
+        step, ok, g,
+    )  # fmt: skip
+    return step, ok, g
+
+
+def ihm_steps_reference(
+    G: np.ndarray,
+    theta: np.ndarray,
+    th: np.ndarray,
+    eta2: np.ndarray,
+    paper: bool,
+    sigma: float,
+    noise: np.ndarray,
+    V: np.ndarray,
+    r: np.ndarray,
+    q: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Numpy reference of :func:`ihm_steps`: the bootstrap's ``einsum`` and :func:`ihm_solutions`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones((1, 1, 1))
+    >>> step, ok, g = ihm_steps_reference(2 * np.eye(1)[None], np.ones((1, 1)), 0 * one,
+    ...     one[0], False, 0.0, 0 * one, np.eye(1)[None], 2 * one, one / 9, 4)
+    >>> float(g[0, 0, 0]), bool(np.isclose(step[0, 0, 0], 2.0 / 9.0)), bool(ok[0, 0])
+    (2.0, True, True)
+    """
+    g = np.einsum("tij,tbj->tbi", G, theta[:, None, :] - th)
+    if paper:
+        g = g - eta2[..., None] * th
+    g = g + sigma * noise
+    step, ok = ihm_solutions(V, r, g, q, k)
+    return step, ok, g
