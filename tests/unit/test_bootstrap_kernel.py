@@ -22,8 +22,12 @@ from dpreg.estimators import get_estimator
 from dpreg.estimators.methods import PublicInputs
 from dpreg.inference import bootstrap as boot
 from dpreg.inference.bootstrap_kernel import (
+    adassp_systems,
+    adassp_systems_reference,
     bordered_min_eigenvalue,
     ihm_solutions,
+    ihm_steps,
+    ihm_steps_reference,
     sketch_solutions,
 )
 from dpreg.privacy.budgets import ApproxDP
@@ -202,6 +206,132 @@ def test_ihm_steps_have_the_law_of_the_formed_solve(d, k, axis):
     z = np.abs(fa.mean(0) - fb.mean(0)) / se
     assert np.all(z < 4.0), z
     assert _ks(fa[:, -1], fb[:, -1]) < 1.95
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    t=st.integers(1, 3),
+    nb=st.integers(1, 12),
+    d=st.integers(1, 9),
+    scale=st.sampled_from([0.0, 1e-3, 0.37, 5.0]),
+    zero_ridge=st.booleans(),
+)
+def test_adassp_systems_equal_numpys_expression_bit_for_bit(seed, t, nb, d, scale, zero_ridge):
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((t, d, d))
+    G = G @ np.swapaxes(G, 1, 2) / d  # symmetric only to rounding, as the plug-in Gram
+    G[:, 0, -1] += 1e-3  # and explicitly asymmetric: (i, j) and (j, i) stay separate
+    upper = rng.standard_normal((t, nb, d * (d + 1) // 2))
+    ridge = np.zeros((t, nb)) if zero_ridge else rng.uniform(0.0, 2.0, (t, nb))
+    got = adassp_systems(G, scale, upper, ridge)
+    ref = adassp_systems_reference(G, scale, upper, ridge)
+    assert got.shape == (t, nb, d, d)
+    assert np.array_equal(got, ref)
+    assert np.array_equal(np.signbit(got), np.signbit(ref))  # zeros' signs too
+    # the independent statement: entry (i, j) is G_ij + scale * xi_ij (+ ridge on the diagonal)
+    i, j = np.triu_indices(d)
+    for a in range(t):
+        for b in range(nb):
+            xi = np.zeros((d, d))
+            xi[i, j] = xi[j, i] = upper[a, b]
+            np.testing.assert_allclose(
+                got[a, b], G[a] + scale * xi + ridge[a, b] * np.eye(d), rtol=0, atol=1e-15
+            )
+
+
+def test_adassp_systems_reject_bad_shapes():
+    with pytest.raises(ValueError, match="upper"):
+        adassp_systems(np.eye(3)[None], 1.0, np.zeros((1, 2, 5)), np.zeros((1, 2)))
+    with pytest.raises(ValueError, match="ridge"):
+        adassp_systems(np.eye(2)[None], 1.0, np.zeros((1, 2, 3)), np.zeros((1, 3)))
+
+
+@pytest.mark.parametrize("target", ["empirical", "population"])
+def test_adassp_bootstrap_is_the_reference_bit_for_bit(target, monkeypatch):
+    """AdaSSP's compiled systems keep the draws and the values: the same intervals."""
+    rng = np.random.default_rng(0)
+    n, d = 2000, 4
+    X = rng.uniform(-1, 1, size=(n, d)) / math.sqrt(d)
+    y = np.clip(X @ np.linspace(0.4, -0.3, d) + 0.2 * rng.normal(size=n), -1, 1)
+    fit = get_estimator("adassp")(
+        X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(2), trials=3,
+        bound_X=1.0, bound_y=1.0, yty_share=0.1,
+    )  # fmt: skip
+    public = PublicInputs(n=n, d=d, epsilon=1.0, delta=1e-6, bound_X=1.0, bound_y=1.0)
+    fast = _run(fit, public, "fast", monkeypatch, 5, 200, target)
+    ref = _run(fit, public, "reference", monkeypatch, 5, 200, target)
+    assert np.array_equal(fast.estimates, ref.estimates)
+    assert np.array_equal(fast.lower, ref.lower) and np.array_equal(fast.upper, ref.upper)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    t=st.integers(1, 3),
+    nb=st.integers(1, 16),
+    d=st.integers(1, 12),
+    k_extra=st.integers(1, 40),
+    paper=st.booleans(),
+    sigma=st.sampled_from([0.0, 0.05, 2.0]),
+)
+def test_ihm_steps_equal_the_numpy_step_to_rounding(seed, t, nb, d, k_extra, paper, sigma):
+    rng = np.random.default_rng(seed)
+    V = np.linalg.qr(rng.standard_normal((t, d, d)))[0]
+    G = V @ (rng.uniform(0.01, 2.0, (t, d, 1)) * np.swapaxes(V, 1, 2))
+    theta = rng.standard_normal((t, d))
+    th = rng.standard_normal((t, nb, d))
+    eta2 = rng.uniform(0.0, 0.5, (t, nb))
+    r = rng.uniform(0.1, 2.0, (t, nb, d))
+    if d > 1:
+        r[0, 0, 0] = 1e-6  # below MIN_RATIO: not solved here (ok False), as the reference
+    q = rng.standard_normal((t, nb, d)) / (k_extra + 1.0)
+    noise = rng.standard_normal((t, nb, d))
+    args = (G, theta, th, eta2, paper, sigma, noise, V, r, q, d + k_extra)
+    step, ok, g = ihm_steps(*args)
+    ref_step, ref_ok, ref_g = ihm_steps_reference(*args)
+    np.testing.assert_array_equal(ok, ref_ok)
+    assert ok[0, 0] == (d == 1)
+    np.testing.assert_allclose(g, ref_g, rtol=1e-12, atol=1e-12 * np.abs(ref_g).max())
+    scale = np.abs(ref_step[ref_ok]).max(initial=0.0)
+    np.testing.assert_allclose(step[ok], ref_step[ref_ok], rtol=1e-10, atol=1e-10 * scale)
+
+
+def test_ihm_steps_reject_bad_shapes():
+    one = np.ones((1, 2, 3))
+    with pytest.raises(ValueError, match="noise"):
+        ihm_steps(np.ones((1, 3, 3)), np.ones((1, 3)), one, np.ones((1, 2)), False, 1.0,
+                  np.ones((1, 2, 2)), np.ones((1, 3, 3)), one, one, 5)  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", ["experiments", "paper"])
+def test_ihm_bootstrap_compiled_steps_keep_the_draws(variant, monkeypatch):
+    """The compiled step leaves every draw in place (the generator ends in the same
+    state) and moves the estimates by rounding only, against the numpy step."""
+    rng = np.random.default_rng(0)
+    n, d = 3000, 5
+    X = rng.uniform(-1, 1, size=(n, d)) / math.sqrt(d)
+    y = np.clip(X @ np.linspace(0.4, -0.3, d) + 0.2 * rng.normal(size=n), -1, 1)
+    fit = get_estimator("ihm")(
+        X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(2), trials=3,
+        bound_X=1.0, bound_y=1.0, variant=variant,
+    )  # fmt: skip
+    public = PublicInputs(n=n, d=d, epsilon=1.0, delta=1e-6, bound_X=1.0, bound_y=1.0)
+    out = {}
+    for name, threshold in (("compiled", 1), ("numpy", 10**9)):
+        monkeypatch.setattr(boot, "COMPILED_MIN_BATCH", threshold)
+        gen = np.random.default_rng(7)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", boot.UncheckedRegimeWarning)
+            ci = boot.bootstrap_intervals(
+                fit, public=public, rng=gen, replicates=300, require_checked=False
+            )
+        out[name] = (ci, gen.bit_generator.state)
+    (ci, state), (ref, ref_state) = out["compiled"], out["numpy"]
+    assert state == ref_state  # the same number and order of draws
+    np.testing.assert_allclose(ci.estimates, ref.estimates, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(ci.lower, ref.lower, rtol=1e-10, atol=1e-13)
+    assert not np.array_equal(ci.estimates, 0 * ref.estimates)
 
 
 # ----------------------------------------------------------------- whole bootstraps

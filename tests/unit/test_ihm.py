@@ -650,3 +650,41 @@ def test_kernel_served_by_a_shared_digest_is_the_same_kernel():
     other = clipped_gradient_kernel(X, y, 1.0, clip_mode="residual", x_digest=_digest(2 * X))
     assert other is not kernel  # the key is the digest given
     _KERNEL_CACHE.clear()  # drop the entry keyed by another array's digest
+
+
+def test_rows_kernel_fits_skip_the_digest_and_give_the_same_fits(monkeypatch):
+    """kernel="rows" (the coverage study: fresh data per trial) hashes nothing and
+    bypasses the data cache (issue 18): the same fits, bit for bit, as through the cache."""
+    import dpreg.estimators.ihm as ihm_module
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, size=(400, 3)) / 2.0
+    y = np.clip(X @ np.array([0.4, -0.3, 0.2]) + 0.1 * rng.normal(size=400), -1, 1)
+
+    def fit():
+        return fit_ihm(
+            X, y, budget=ApproxDP(1.0, 1e-6), rng=np.random.default_rng(3), trials=6,
+            kernel="rows",
+        )  # fmt: skip
+
+    monkeypatch.setattr(ihm_module, "_DIGEST_ROWS_KERNEL", True)
+    ihm_module._DATA_CACHE.clear()
+    cached = fit()
+    assert len(ihm_module._DATA_CACHE) == 1  # the control: this path keys the cache
+    monkeypatch.setattr(ihm_module, "_DIGEST_ROWS_KERNEL", False)
+    ihm_module._DATA_CACHE.clear()
+
+    def no_digest(_):
+        raise AssertionError("kernel='rows' hashed the rows")
+
+    monkeypatch.setattr(ihm_module, "_digest", no_digest)
+    fresh = fit()
+    assert len(ihm_module._DATA_CACHE) == 0
+    for key in ("eta2", "lambda_min_noisy", "sketch_hessian_mean"):
+        np.testing.assert_array_equal(fresh.diagnostics[key], cached.diagnostics[key])
+    np.testing.assert_array_equal(
+        fresh.nonprivate_diagnostics["clip_fraction"],
+        cached.nonprivate_diagnostics["clip_fraction"],
+    )
+    np.testing.assert_array_equal(fresh.theta, cached.theta)
+    assert fresh.budget_spent == cached.budget_spent

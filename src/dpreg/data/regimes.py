@@ -31,6 +31,7 @@ Examples
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -68,12 +69,34 @@ def _real(value: Any, name: str, minimum: float) -> float:
 
 
 def _project(
-    X: np.ndarray, y: np.ndarray, bound_X: float, bound_y: float
+    X: np.ndarray, y: np.ndarray, bound_X: float, bound_y: float, *, in_place: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    X = X / bound_X
-    norms = np.linalg.norm(X, axis=1)
-    X = X / np.maximum(norms, 1.0)[:, None]
+    """Divide by the public bounds and project onto the unit ball and [-1, 1].
+
+    ``in_place=True`` (``X`` is a scratch array of the caller's) overwrites ``X`` by the
+    compiled pass of :func:`dpreg.data.regime_kernel.project_rows` once numba is loaded
+    or ``X`` is large: the same bits as the numpy reference (``_PATH = "reference"``).
+    """
+    if in_place and _PATH == "fast" and (_compiled() or X.size >= _COMPILED_MIN_ENTRIES):
+        from dpreg.data.regime_kernel import project_rows
+
+        X = project_rows(X, bound_X)
+    else:
+        from dpreg.data.regime_kernel import project_rows_reference
+
+        X = project_rows_reference(X, bound_X)
     return X, np.clip(y / bound_y, -1.0, 1.0)
+
+
+#: "fast" (the compiled projection, bit for bit) or "reference" (numpy), for tests
+_PATH = "fast"
+#: entries from which the projection loads numba itself (else only once it is loaded)
+_COMPILED_MIN_ENTRIES = 1 << 22
+
+
+def _compiled() -> bool:
+    """Whether numba is loaded in this process (then its passes cost nothing to start)."""
+    return "numba" in sys.modules
 
 
 def regime_theta(*, d: int, seed: int) -> np.ndarray:
@@ -161,15 +184,15 @@ def load_regime_split(
         rotation *= np.sign(np.diag(r))
     m = n + n_test
     # numpy's normals, compiled once numba is loaded (the same values and generator state)
-    X = _standard_normal(rng, (m, d)) * scales
-    if rotation is not None:
-        X = X @ rotation.T
+    X = _standard_normal(rng, (m, d))  # a fresh array: projected in place below
+    if rotation is not None:  # (isotropic: scales are 1.0, x * 1.0 == x bit for bit)
+        X = (X * scales) @ rotation.T
     e = _standard_normal(rng, (m,))
     if noise == "student_t3":
         e = rng.standard_t(3, size=m) / math.sqrt(3.0)
     y = X @ theta + sigma * e
     bound_X, bound_y = regime_bounds(d=d, sigma=sigma)
-    X, y = _project(X, y, bound_X, bound_y)
+    X, y = _project(X, y, bound_X, bound_y, in_place=True)
     design = {
         "step": "regime",
         "n": n,

@@ -422,30 +422,41 @@ def _clipped_gradients(
 
 
 _DATA_CACHE_SIZE = 2
+#: whether ``kernel="rows"`` fits hash the rows for the data cache too (tests: the same fits)
+_DIGEST_ROWS_KERNEL = False
 _DATA_CACHE: OrderedDict[tuple, tuple[GramFactor, float]] = OrderedDict()
 
 
-def _data_quantities(Xn: np.ndarray, digest: bytes) -> tuple[GramFactor, float]:
+def _data_quantities(Xn: np.ndarray, digest: bytes | None) -> tuple[GramFactor, float]:
     """Return the Gram factor and smallest eigenvalue of ``Xn' Xn``, once per data set.
 
     Pure functions of the rows (no noise, no budget): every epsilon, variant and seed
     block of a study fits the same rows, so the last two results are kept, keyed by the
     sha256 of the values (as :func:`~dpreg.estimators.dpgd.clipped_gradient_kernel`); a
     hit returns the arrays of the first computation (the same bits as a fresh one).
-    ``digest`` is ``_digest(Xn)`` (shared with the kernel's key).
+    ``digest`` is ``_digest(Xn)`` (shared with the kernel's key); ``None`` computes them
+    afresh without the cache (``kernel="rows"``: no kernel needs the digest, and at
+    d <= 20 the Gram product costs less than hashing the rows).
     """
+    if digest is None:
+        return _fresh_data_quantities(Xn)
     key = (Xn.shape, digest)
     hit = _DATA_CACHE.get(key)
     if hit is None:
-        gram = Xn.T @ Xn
-        gram = 0.5 * (gram + gram.T)
-        hit = (gram_factor(gram=gram), float(np.linalg.eigvalsh(gram)[0]))
+        hit = _fresh_data_quantities(Xn)
         _DATA_CACHE[key] = hit
         while len(_DATA_CACHE) > _DATA_CACHE_SIZE:
             _DATA_CACHE.popitem(last=False)
     else:
         _DATA_CACHE.move_to_end(key)
     return hit
+
+
+def _fresh_data_quantities(Xn: np.ndarray) -> tuple[GramFactor, float]:
+    """Return the Gram factor and smallest eigenvalue of ``Xn' Xn`` (:func:`_data_quantities`)."""
+    gram = Xn.T @ Xn
+    gram = 0.5 * (gram + gram.T)
+    return gram_factor(gram=gram), float(np.linalg.eigvalsh(gram)[0])
 
 
 def fit_ihm(
@@ -663,7 +674,9 @@ def fit_ihm(
         cal = _override_gamma(cal, gamma, epsilon=epsilon, delta=delta, clip=clip)
 
     Xn = X / bound_X  # C_X = 1 (§1); theta' = C_X theta
-    digest = _digest(Xn)  # the rows' key, for the data cache and the kernel's
+    # the rows' key, for the data cache and the kernel's; the reference gradient pass
+    # keys nothing (a study that draws fresh data per trial passes kernel="rows")
+    digest = _digest(Xn) if kernel == "fast" or _DIGEST_ROWS_KERNEL else None
     factor, lambda_min = _data_quantities(Xn, digest)
     factor = factor if sampler == "gram" else None
     fast = (

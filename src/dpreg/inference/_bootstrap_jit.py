@@ -78,3 +78,90 @@ def min_eig(w, a, c, out):  # pragma: no cover - compiled
                         break
                 x = xn
             out[i, b] = x if lo <= x <= hi else 0.5 * (lo + hi)
+
+
+@numba.njit(cache=True, nogil=True)
+def adassp_systems(G, scale, upper, ridge, out):  # pragma: no cover - compiled
+    """out[t, b] = G[t] + scale * xi[t, b] + ridge[t, b] * I, xi symmetric from ``upper``.
+
+    ``upper[t, b]`` lists xi's upper triangle row by row (numpy.triu_indices order); each
+    entry is computed as numpy evaluates ``G[:, None] + scale * xi + ridge[..., None, None]
+    * eye(d)``: ``(G_ij + scale * xi_ij) + ridge * I_ij`` (off the diagonal the added
+    ``ridge * 0.0`` too, so the sign of a zero is numpy's).
+    """
+    t, nb, d = out.shape[0], out.shape[1], out.shape[2]
+    for s in range(t):
+        for b in range(nb):
+            r = ridge[s, b]
+            off = r * 0.0
+            k = 0
+            for i in range(d):
+                out[s, b, i, i] = (G[s, i, i] + scale * upper[s, b, k]) + r * 1.0
+                k += 1
+                for j in range(i + 1, d):
+                    x = scale * upper[s, b, k]
+                    out[s, b, i, j] = (G[s, i, j] + x) + off
+                    out[s, b, j, i] = (G[s, j, i] + x) + off
+                    k += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def ihm_steps(G, theta, th, eta2, paper, sigma, noise, V, r, q, k, min_ratio, step, ok, g):  # noqa: PLR0913  # pragma: no cover - compiled
+    """One IHM bootstrap step per (trial, replicate): the gradient, then H^{-1} g by law.
+
+    The arithmetic of ``bootstrap._ihm``'s numpy step and ``bootstrap_kernel.ihm_solutions``
+    (same expressions, sums in index order) for every (s, b), without temporaries.
+    """
+    t, nb, d = th.shape
+    v = np.empty(d)
+    h = np.empty(d)
+    for s in range(t):
+        for b in range(nb):
+            for i in range(d):
+                acc = 0.0
+                for j in range(d):
+                    acc += G[s, i, j] * (theta[s, j] - th[s, b, j])
+                if paper:
+                    acc = acc - eta2[s, b] * th[s, b, i]
+                g[s, b, i] = acc + sigma * noise[s, b, i]
+            rmin = r[s, b, 0]
+            rmax = r[s, b, 0]
+            for i in range(1, d):
+                rmin = min(rmin, r[s, b, i])
+                rmax = max(rmax, r[s, b, i])
+            good = rmin >= min_ratio * rmax and rmin > 0.0
+            nrm2 = 0.0
+            for i in range(d):
+                acc = 0.0
+                for j in range(d):
+                    acc += V[s, j, i] * g[s, b, j]
+                vi = acc / r[s, b, i] if good else acc
+                v[i] = vi
+                nrm2 += vi * vi
+            nrm = np.sqrt(nrm2)
+            div = nrm if nrm > 0.0 else 1.0
+            sign = 1.0 if v[0] / div >= 0.0 else -1.0
+            hq = 0.0
+            hh = 0.0
+            for i in range(d):
+                hi = sign * (v[i] / div)
+                if i == 0:
+                    hi += 1.0
+                h[i] = hi
+                hq += hi * q[s, b, i]
+                hh += hi * hi
+            coef = 2.0 * hq / hh
+            scale = -sign * nrm
+            for i in range(d):
+                wi = scale * (q[s, b, i] - coef * h[i])
+                v[i] = wi / r[s, b, i] if good else wi  # reuse v: W^{-1} v / r
+            finite = True
+            for i in range(d):
+                acc = 0.0
+                for j in range(d):
+                    acc += V[s, i, j] * v[j]
+                val = k * acc
+                step[s, b, i] = val
+                if not np.isfinite(val):
+                    finite = False
+            ok[s, b] = good and finite

@@ -55,12 +55,14 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import check_choice, check_probability, check_rng
-from dpreg.estimators._linalg import solve_symmetric_batch
+from dpreg.estimators._linalg import COMPILED_MIN_BATCH, solve_symmetric_batch
 from dpreg.estimators._stacked import eigh_stacked
 from dpreg.estimators.methods import PublicInputs
 from dpreg.inference.bootstrap_kernel import (
+    adassp_systems,
     bordered_min_eigenvalue,
-    ihm_solutions,
+    ihm_steps,
+    ihm_steps_reference,
     sketch_solutions,
 )
 from dpreg.inference.intervals import ConfidenceIntervals
@@ -90,7 +92,9 @@ MIN_REPLICATES = 10
 #: (:mod:`dpreg.inference.bootstrap_kernel`: the reference's law, not its values), or
 #: ``"reference"`` (``eigh``/``eigvalsh`` per replicate, the Wishart matrix formed and
 #: solved). An internal switch for the tests (``tests/unit/test_bootstrap_kernel.py``);
-#: docs/inference.md, "Replicates without a decomposition per replicate".
+#: docs/inference.md, "Replicates without a decomposition per replicate". AdaSSP's
+#: replicate systems are formed by one compiled pass on ``"fast"`` (the same bits as the
+#: numpy expression of ``"reference"``: its draws and values do not change).
 _PATH = "fast"
 
 #: Elements of the largest simulated array per chunk of trials (about 128 MB of float64).
@@ -551,14 +555,17 @@ def _adassp(
     z = rng.standard_normal((t, B))
     upper = _standard_normals(rng, np.empty((t, B, m)))
     zeta = _standard_normals(rng, np.empty((t, B, d)))
-    xi = np.take(upper, _symmetric_index(d), axis=-1).reshape(t, B, d, d)
     lam = np.maximum(w[:, :1] + s1 * z - D["lambda_min_shift"], 0.0)
     ridge_b = np.maximum(0.0, D["ridge_scale"] - lam)
     b = np.einsum("tij,tj->ti", G, theta)[:, None, :] + s2 * zeta
     if target == "population":
         e = _sqrt_psd_apply(w, V, rng.standard_normal((t, B, d)))
         b = b + np.sqrt(extra["residual_variance"])[:, None, None] * e
-    A = G[:, None] + sG * xi + ridge_b[..., None, None] * np.eye(d)
+    if _PATH == "fast" and t * B >= COMPILED_MIN_BATCH:  # one pass, the same bits
+        A = adassp_systems(G, sG, upper, ridge_b)
+    else:
+        xi = np.take(upper, _symmetric_index(d), axis=-1).reshape(t, B, d, d)
+        A = G[:, None] + sG * xi + ridge_b[..., None, None] * np.eye(d)
     return _solve(A, b), extra
 
 
@@ -719,12 +726,21 @@ def _ihm(
             q /= rng.chisquare(k - d + 1, size=(t, B))[..., None]
         else:
             chi, low = _bartlett_draws(rng, (t, B), d, k)
-        g = np.einsum("tij,tbj->tbi", G, theta[:, None, :] - th)
-        if D["variant"] == "paper":
-            g = g - eta2_b[..., None] * th
-        g = g + D["sigma"] * rng.standard_normal((t, B, d))
+        noise = _standard_normals(rng, np.empty((t, B, d)))  # numpy's values and state
+        if fast and t * B >= COMPILED_MIN_BATCH:  # one compiled pass (ihm_steps)
+            step, ok, g = ihm_steps(
+                G, theta, th, eta2_b, D["variant"] == "paper", D["sigma"], noise, V, r, q, k
+            )
+        elif fast:
+            step, ok, g = ihm_steps_reference(
+                G, theta, th, eta2_b, D["variant"] == "paper", D["sigma"], noise, V, r, q, k
+            )
+        else:
+            g = np.einsum("tij,tbj->tbi", G, theta[:, None, :] - th)
+            if D["variant"] == "paper":
+                g = g - eta2_b[..., None] * th
+            g = g + D["sigma"] * noise
         if fast:
-            step, ok = ihm_solutions(V, r, g, q, k)
             if not ok.all():  # near-singular F: the Wishart matrix formed and solved
                 chi, low = _bartlett_draws(rng, (int((~ok).sum()),), d, k)
                 step[~ok] = _solve(_wishart_from(F[~ok], chi, low) / k, g[~ok])

@@ -60,8 +60,12 @@ import numpy as np
 
 __all__ = [
     "MIN_RATIO",
+    "adassp_systems",
+    "adassp_systems_reference",
     "bordered_min_eigenvalue",
     "ihm_solutions",
+    "ihm_steps",
+    "ihm_steps_reference",
     "sketch_solutions",
 ]
 
@@ -82,6 +86,69 @@ def _kernels() -> Any:
 
 def _f64(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def adassp_systems(G: np.ndarray, scale: float, upper: np.ndarray, ridge: np.ndarray) -> np.ndarray:
+    r"""AdaSSP's replicate systems :math:`G + \sigma\xi_b + \lambda_b I` in one compiled pass.
+
+    Bit for bit :func:`adassp_systems_reference` (the numpy expression of the bootstrap,
+    ``tests/unit/test_bootstrap_kernel.py``) without its three (t, B, d, d) temporaries
+    (the gathered symmetric noise, its scaled copy, the ridge's diagonal matrices).
+
+    Parameters
+    ----------
+    G : ndarray, shape (t, d, d)
+        Plug-in Gram of each trial (need not be exactly symmetric: entry (i, j) and
+        (j, i) are each added to the same noise, as numpy does).
+    scale : float
+        Noise scale :math:`\sigma`.
+    upper : ndarray, shape (t, B, d (d + 1) / 2)
+        The symmetric noise's upper triangle, row by row (``numpy.triu_indices`` order).
+    ridge : ndarray, shape (t, B)
+
+    Returns
+    -------
+    ndarray, shape (t, B, d, d)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> G, up, ridge = np.eye(2)[None], np.array([[[1.0, 2.0, 3.0]]]), np.array([[0.5]])
+    >>> adassp_systems(G, 0.1, up, ridge)[0, 0].tolist()
+    [[1.6, 0.2], [0.2, 1.8]]
+    """
+    G, upper, ridge = _f64(G), _f64(upper), _f64(ridge)
+    t, d = G.shape[0], G.shape[-1]
+    if G.shape != (t, d, d) or upper.shape[::2] != (t, d * (d + 1) // 2):
+        raise ValueError(
+            f"G must be (t, d, d) and upper (t, B, d(d+1)/2); got {G.shape} and {upper.shape}"
+        )
+    if ridge.shape != upper.shape[:2]:
+        raise ValueError(f"ridge must have shape {upper.shape[:2]}; got {ridge.shape}")
+    out = np.empty((t, upper.shape[1], d, d))
+    _kernels().adassp_systems(G, float(scale), upper, ridge, out)
+    return out
+
+
+def adassp_systems_reference(
+    G: np.ndarray, scale: float, upper: np.ndarray, ridge: np.ndarray
+) -> np.ndarray:
+    """Numpy reference of :func:`adassp_systems` (the bootstrap's original expression).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> G, up, ridge = np.eye(2)[None], np.array([[[1.0, 2.0, 3.0]]]), np.array([[0.5]])
+    >>> adassp_systems_reference(G, 0.1, up, ridge)[0, 0].tolist()
+    [[1.6, 0.2], [0.2, 1.8]]
+    """
+    t, nb = upper.shape[:2]
+    d = G.shape[-1]
+    rows, cols = np.triu_indices(d)
+    index = np.empty((d, d), dtype=np.intp)
+    index[rows, cols] = index[cols, rows] = np.arange(rows.size)
+    xi = np.take(upper, index.ravel(), axis=-1).reshape(t, nb, d, d)
+    return G[:, None] + scale * xi + ridge[..., None, None] * np.eye(d)
 
 
 def bordered_min_eigenvalue(w: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -221,3 +288,111 @@ def ihm_solutions(
     step = float(k) * np.einsum("tij,tbj->tbi", V, w_inv_v / safe)
     ok &= np.isfinite(step).all(axis=-1)
     return step, ok
+
+
+def ihm_steps(
+    G: np.ndarray,
+    theta: np.ndarray,
+    th: np.ndarray,
+    eta2: np.ndarray,
+    paper: bool,
+    sigma: float,
+    noise: np.ndarray,
+    V: np.ndarray,
+    r: np.ndarray,
+    q: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""One step of IHM's bootstrap replicates in one compiled pass (:func:`ihm_steps_reference`).
+
+    The simulated gradient :math:`g = G(\hat\theta - \theta_t)\,[-\eta_b^2\theta_t] +
+    \sigma\zeta` and the step :math:`H^{-1}g` of :func:`ihm_solutions`, per (trial,
+    replicate), from the same draws (``noise`` = :math:`\zeta`, ``q``), without the numpy
+    path's (t, B, d) temporaries. Equal to :func:`ihm_steps_reference` to round-off (its
+    sums run in index order, numpy's ``einsum`` in its own; ``ok`` the same where no
+    step is within round-off of overflow; ``tests/unit/test_bootstrap_kernel.py``).
+
+    Parameters
+    ----------
+    G : ndarray, shape (t, d, d)
+        Plug-in Hessian of each trial.
+    theta : ndarray, shape (t, d)
+        The release's estimate (units of :math:`X/C_X`).
+    th : ndarray, shape (t, B, d)
+        The replicates' iterates :math:`\theta_t`.
+    eta2 : ndarray, shape (t, B)
+        :math:`\eta_b^2` (read only when ``paper``).
+    paper : bool
+        Line 6 as printed (with :math:`-\eta_b^2\theta_t`).
+    sigma : float
+    noise : ndarray, shape (t, B, d)
+    V : ndarray, shape (t, d, d)
+    r : ndarray, shape (t, B, d)
+    q : ndarray, shape (t, B, d)
+    k : int
+
+    Returns
+    -------
+    step : ndarray, shape (t, B, d)
+    ok : ndarray of bool, shape (t, B)
+    g : ndarray, shape (t, B, d)
+        The gradients (for the caller's reference solve of the replicates not ``ok``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones((1, 1, 1))
+    >>> step, ok, g = ihm_steps(2 * np.eye(1)[None], np.ones((1, 1)), 0 * one, one[0], False,
+    ...                         0.0, 0 * one, np.eye(1)[None], 2 * one, one / 9, 4)
+    >>> float(g[0, 0, 0]), bool(np.isclose(step[0, 0, 0], 2.0 / 9.0)), bool(ok[0, 0])
+    (2.0, True, True)
+    """
+    G, theta, th, eta2 = _f64(G), _f64(theta), _f64(th), _f64(eta2)
+    noise, V, r, q = _f64(noise), _f64(V), _f64(r), _f64(q)
+    t, nb, d = th.shape
+    for name, a, shape in (
+        ("G", G, (t, d, d)), ("theta", theta, (t, d)), ("eta2", eta2, (t, nb)),
+        ("noise", noise, (t, nb, d)), ("V", V, (t, d, d)), ("r", r, (t, nb, d)),
+        ("q", q, (t, nb, d)),
+    ):  # fmt: skip
+        if a.shape != shape:
+            raise ValueError(f"{name} must have shape {shape}; got {a.shape}")
+    step, g = np.empty((t, nb, d)), np.empty((t, nb, d))
+    ok = np.empty((t, nb), dtype=np.bool_)
+    _kernels().ihm_steps(
+        G, theta, th, eta2, bool(paper), float(sigma), noise, V, r, q, float(k), MIN_RATIO,
+        step, ok, g,
+    )  # fmt: skip
+    return step, ok, g
+
+
+def ihm_steps_reference(
+    G: np.ndarray,
+    theta: np.ndarray,
+    th: np.ndarray,
+    eta2: np.ndarray,
+    paper: bool,
+    sigma: float,
+    noise: np.ndarray,
+    V: np.ndarray,
+    r: np.ndarray,
+    q: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Numpy reference of :func:`ihm_steps`: the bootstrap's ``einsum`` and :func:`ihm_solutions`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> one = np.ones((1, 1, 1))
+    >>> step, ok, g = ihm_steps_reference(2 * np.eye(1)[None], np.ones((1, 1)), 0 * one,
+    ...     one[0], False, 0.0, 0 * one, np.eye(1)[None], 2 * one, one / 9, 4)
+    >>> float(g[0, 0, 0]), bool(np.isclose(step[0, 0, 0], 2.0 / 9.0)), bool(ok[0, 0])
+    (2.0, True, True)
+    """
+    g = np.einsum("tij,tbj->tbi", G, theta[:, None, :] - th)
+    if paper:
+        g = g - eta2[..., None] * th
+    g = g + sigma * noise
+    step, ok = ihm_solutions(V, r, g, q, k)
+    return step, ok, g

@@ -1,0 +1,87 @@
+"""The regime designs' compiled projection (issue 18): numpy's rows, bit for bit.
+
+Independent computation: the numpy expressions of the reference (division, ``np.linalg.norm``,
+``np.maximum``, division), and whole draws of :func:`load_regime_split` through the
+reference path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dpreg.data.regimes as regimes
+from dpreg.data.regime_kernel import project_rows, project_rows_reference
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 40),
+    d=st.integers(1, 140),
+    scale=st.sampled_from([1e-3, 0.3, 1.0, 7.0, 1e3]),
+    bound=st.sampled_from([0.5, 1.0, 2.0 * np.sqrt(10.0), 1e-3, 123.25]),
+)
+def test_projection_equals_numpy_bit_for_bit(seed, n, d, scale, bound):
+    X = np.random.default_rng(seed).standard_normal((n, d)) * scale
+    X[0, 0] = 0.0  # an exact zero and, below, a row of zeros and one on the sphere
+    if n > 1:
+        X[1] = 0.0
+    if n > 2:
+        X[2] = 0.0
+        X[2, -1] = bound  # norm exactly 1 after the division
+    ref = X / bound
+    ref = ref / np.maximum(np.linalg.norm(ref, axis=1), 1.0)[:, None]
+    np.testing.assert_array_equal(project_rows_reference(X, bound), ref)
+    got = project_rows(X.copy(), bound)
+    assert np.array_equal(got, ref)  # exact, not to rounding
+    assert (np.linalg.norm(got, axis=1) <= 1.0 + 1e-15).all()
+
+
+def test_projection_is_in_place_and_falls_back_unchanged():
+    X = np.random.default_rng(1).standard_normal((30, 12)) * 3.0
+    ref = project_rows_reference(X, 2.0)
+    work = X.copy()
+    assert project_rows(work, 2.0) is work
+    np.testing.assert_array_equal(work, ref)
+    strided = np.asfortranarray(X)  # not C-contiguous: the reference, input untouched
+    out = project_rows(strided, 2.0)
+    np.testing.assert_array_equal(out, project_rows_reference(strided, 2.0))
+    np.testing.assert_allclose(out, ref, rtol=1e-15)
+    np.testing.assert_array_equal(strided, X)
+
+
+@pytest.mark.parametrize("bound", [0.0, -1.0, np.inf, np.nan])
+def test_projection_rejects_bad_bound(bound):
+    with pytest.raises(ValueError, match="bound_X"):
+        project_rows(np.ones((2, 2)), bound)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 300),
+    d=st.integers(1, 30),
+    covariance=st.sampled_from(["isotropic", "anisotropic"]),
+    noise=st.sampled_from(["gaussian", "student_t3"]),
+    sigma=st.sampled_from([0.0, 0.5, 3.0]),
+)
+def test_regime_draws_equal_the_reference_path(monkeypatch, seed, n, d, covariance, noise, sigma):
+    kwargs = dict(
+        n=n, d=d, n_test=7, covariance=covariance, condition_number=50.0, noise=noise,
+        sigma=sigma, seed=seed,
+    )  # fmt: skip
+    with monkeypatch.context() as m:  # the compiled pass, whether or not numba is loaded
+        m.setattr(regimes, "_COMPILED_MIN_ENTRIES", 0)
+        fast = regimes.load_regime_split(**kwargs)
+    with monkeypatch.context() as m:
+        m.setattr(regimes, "_PATH", "reference")
+        ref = regimes.load_regime_split(**kwargs)
+    for a, b in zip(fast, ref, strict=True):
+        assert np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y)
+    # the projection is applied: rows in the unit ball, some projected at sigma = 3
+    assert (np.linalg.norm(fast[0].X, axis=1) <= 1.0 + 1e-15).all()
