@@ -23,6 +23,7 @@ a seed block are vectorised (one loop over the T steps).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -154,8 +155,62 @@ def _setup(P: FtrlIterateBoundsParams, mechanism: str) -> dict[str, Any]:
     }
 
 
-def _simulate(P: FtrlIterateBoundsParams, s: dict[str, Any], trials: int, rng) -> dict:
-    """Squared norms (T, trials) of the D.2 components, theta' and g_t; vectorised."""
+SIM_KERNELS: tuple[str, ...] = ("auto", "numpy", "numba")
+"""Step loops of the simulation: ``numpy`` (the reference, :func:`_simulate_reference`),
+``numba`` (:mod:`dpreg.experiments._ftrl_iterates_jit`: the same operations on the same
+draws, bit for bit) and ``auto`` (``numba`` for ``d`` <= 128 once the loop has at least
+``2**20`` row elements or numba is loaded in the process; issue 18, docs/scaling.md)."""
+
+_COMPILED_MIN_WORK = 2**20
+_DRAW_BLOCK = 2**21  # normals per block of steps drawn at once (16 MB)
+
+
+def _simulate(
+    P: FtrlIterateBoundsParams, s: dict[str, Any], trials: int, rng, *, kernel: str = "auto"
+) -> dict:
+    """Squared norms (T, trials) of the D.2 components, theta' and g_t; vectorised.
+
+    ``kernel`` (:data:`SIM_KERNELS`) picks the step loop; every choice draws the same
+    numbers in the same order and returns the same bits
+    (``tests/unit/test_ftrl_iterates_kernel.py``).
+    """
+    if kernel not in SIM_KERNELS:
+        raise ValueError(f"kernel must be one of {SIM_KERNELS}; got {kernel!r}")
+    if kernel == "auto":
+        big = P.T * trials * P.d >= _COMPILED_MIN_WORK or "numba" in sys.modules
+        kernel = "numba" if big and P.d <= 128 else "numpy"
+    if kernel == "numpy":
+        return _simulate_reference(P, s, trials, rng)
+    if P.d > 128:
+        raise ValueError(f"kernel='numba' needs d <= 128 (one pairwise-sum block); got {P.d}")
+    from dpreg.experiments import _ftrl_iterates_jit  # numba: imported on first use
+
+    eta, T, d = float(s["eta"]), P.T, P.d
+    z = rng.standard_normal((T, trials, d))
+    z *= s["sigma"]
+    correlated_noise(s["beta"], z, out=z)  # in place: one (T, trials, d) array
+    hat = np.full((trials, d), P.initial_distance / math.sqrt(d))
+    sgd = np.zeros((trials, d))
+    dp = np.zeros((trials, d))
+    keys = ("d6", "d7", "d8", "d4_iterate", "d4_gradient")
+    out = np.empty((len(keys), T, trials))
+    noise_sq = np.empty(trials)
+    root = np.sqrt(s["lam"])
+    width = trials * d + trials  # one step's draws: x (trials, d), then xi (trials,)
+    block = max(1, _DRAW_BLOCK // width)
+    for first in range(0, T, block):
+        m = min(block, T - first)
+        draws = rng.standard_normal((m, width))  # the loop's draws, m steps at once
+        _ftrl_iterates_jit.iterate_steps(
+            draws, root, float(P.sigma_sgd), eta, z, hat, sgd, dp, out, noise_sq, first, T
+        )
+    result = {key: out[k] for k, key in enumerate(keys)}
+    result["noise_sq"] = noise_sq
+    return result
+
+
+def _simulate_reference(P: FtrlIterateBoundsParams, s: dict[str, Any], trials: int, rng) -> dict:
+    """:func:`_simulate` by the numpy step loop (the reference)."""
     lam, eta, T, d = s["lam"], s["eta"], P.T, P.d
     z = rng.standard_normal((T, trials, d))
     z *= s["sigma"]
