@@ -159,9 +159,10 @@ SIM_KERNELS: tuple[str, ...] = ("auto", "numpy", "numba")
 """Step loops of the simulation: ``numpy`` (the reference, :func:`_simulate_reference`),
 ``numba`` (:mod:`dpreg.experiments._ftrl_iterates_jit`: the same operations on the same
 draws, bit for bit) and ``auto`` (``numba`` for ``d`` <= 128 once the loop has at least
-``2**20`` row elements or numba is loaded in the process; issue 18, docs/scaling.md)."""
+``2**15`` trial-steps, about 0.1 s of the numpy loop per call, or numba is loaded in the
+process; issue 18, docs/scaling.md)."""
 
-_COMPILED_MIN_WORK = 2**20
+_COMPILED_MIN_WORK = 2**15
 _DRAW_BLOCK = 2**21  # normals per block of steps drawn at once (16 MB)
 
 
@@ -177,16 +178,18 @@ def _simulate(
     if kernel not in SIM_KERNELS:
         raise ValueError(f"kernel must be one of {SIM_KERNELS}; got {kernel!r}")
     if kernel == "auto":
-        big = P.T * trials * P.d >= _COMPILED_MIN_WORK or "numba" in sys.modules
+        big = P.T * trials >= _COMPILED_MIN_WORK or "numba" in sys.modules
         kernel = "numba" if big and P.d <= 128 else "numpy"
     if kernel == "numpy":
         return _simulate_reference(P, s, trials, rng)
     if P.d > 128:
         raise ValueError(f"kernel='numba' needs d <= 128 (one pairwise-sum block); got {P.d}")
+    from dpreg.data.normal_kernel import standard_normals
     from dpreg.experiments import _ftrl_iterates_jit  # numba: imported on first use
 
     eta, T, d = float(s["eta"]), P.T, P.d
-    z = rng.standard_normal((T, trials, d))
+    # numpy's draws by the compiled fill (the same values and generator state)
+    z = standard_normals(rng, np.empty((T, trials, d)), compiled_from=0)
     z *= s["sigma"]
     correlated_noise(s["beta"], z, out=z)  # in place: one (T, trials, d) array
     hat = np.full((trials, d), P.initial_distance / math.sqrt(d))
@@ -200,7 +203,7 @@ def _simulate(
     block = max(1, _DRAW_BLOCK // width)
     for first in range(0, T, block):
         m = min(block, T - first)
-        draws = rng.standard_normal((m, width))  # the loop's draws, m steps at once
+        draws = standard_normals(rng, np.empty((m, width)), compiled_from=0)  # m steps
         _ftrl_iterates_jit.iterate_steps(
             draws, root, float(P.sigma_sgd), eta, z, hat, sgd, dp, out, noise_sq, first, T
         )
