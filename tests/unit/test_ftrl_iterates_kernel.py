@@ -77,3 +77,24 @@ def test_bad_kernel_and_wide_d_are_refused():
     # auto keeps the numpy loop there
     out = _simulate(P, s, 1, np.random.default_rng(0))
     assert out["d6"].shape == (3, 1)
+
+
+def test_setup_is_cached_on_public_keys_and_equals_the_uncached_one():
+    from dpreg.experiments.choquettechoo2023_iterates import _setup_uncached
+
+    P = FtrlIterateBoundsParams.from_cell({"d": 6, "T": 50, "alpha": 0.7})
+    for mech in ("sgd", "nu_ftrl"):
+        cached, fresh = _setup(P, mech), _setup_uncached(P, mech)
+        assert _setup(P, mech) is cached  # once per process
+        assert set(cached) == set(fresh)
+        for key, value in fresh.items():
+            if key == "bounds":
+                for name, bound in value.items():
+                    assert np.array_equal(cached["bounds"][name], bound)
+                    assert not cached["bounds"][name].flags.writeable
+            else:
+                np.testing.assert_array_equal(cached[key], value)
+    other = FtrlIterateBoundsParams.from_cell({"d": 6, "T": 50, "alpha": 0.8})
+    assert not np.array_equal(_setup(other, "sgd")["lam"], _setup(P, "sgd")["lam"])
+    with pytest.raises(ValueError, match="read-only"):
+        _setup(P, "sgd")["beta"][0] = 1.0

@@ -26,6 +26,8 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -115,7 +117,39 @@ def check_iterate_cell(cell: Mapping[str, Any]) -> None:
         raise ValueError(f"ftrl_iterate_bounds: T must be >= 2; got {P.T!r}")
 
 
+_SETUP_KEYS = (
+    "d",
+    "T",
+    "alpha",
+    "p",
+    "eta_fraction",
+    "rho",
+    "clip",
+    "sigma_sgd",
+    "initial_distance",
+)
+
+
 def _setup(P: FtrlIterateBoundsParams, mechanism: str) -> dict[str, Any]:
+    """Return the mechanism's public constants and bounds (read-only arrays), cached.
+
+    A function of public cell keys only; the seed blocks and chunks of a cell share it
+    (``lemma_d12_covariance`` is most of it: ~0.1 s per call at T = 2000), so it is cached
+    on those keys (issue 18, docs/scaling.md).
+    """
+    return _setup_cached(tuple(getattr(P, key) for key in _SETUP_KEYS), mechanism)
+
+
+@lru_cache(maxsize=32)
+def _setup_cached(values: tuple, mechanism: str) -> dict[str, Any]:
+    P = SimpleNamespace(**dict(zip(_SETUP_KEYS, values, strict=True)))
+    out = _setup_uncached(P, mechanism)
+    for value in (out["lam"], out["beta"], *out["bounds"].values()):
+        value.setflags(write=False)  # shared by the calls: never written
+    return out
+
+
+def _setup_uncached(P: Any, mechanism: str) -> dict[str, Any]:
     lam = np.arange(1, P.d + 1, dtype=np.float64) ** -P.alpha
     ev = hp.proposition_d5_events(lam, T=P.T, p=P.p, sigma_sgd=P.sigma_sgd)
     eta = P.eta_fraction / ev.input_sq
