@@ -14,6 +14,7 @@ from dpreg.estimators.ftrl_banded import (
     _band_of_product_reference,
     _banded_lower_inverse,
     _lower_inverse,
+    _prefix_rows,
     banded_sensitivity_sq,
     max_separated_participations,
     solve_banded_me,
@@ -275,6 +276,23 @@ def test_banded_inverse_equals_trtri(T, p, block, seed):
     ref = _lower_inverse(C)
     np.testing.assert_allclose(B, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
     assert np.all(np.triu(B, 1) == 0.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(0, 40),
+    cols=st.integers(0, 40),
+    seed=st.integers(0, 2**32 - 1),
+    fortran=st.booleans(),
+)
+def test_prefix_rows_is_cumsum_bit_for_bit(rows, cols, seed, fortran):
+    rng = np.random.default_rng(seed)
+    B = rng.normal(size=(rows, cols)) * np.exp(rng.normal(size=(rows, cols)) * 5)
+    B = np.asfortranarray(B) if fortran else B
+    assert np.array_equal(_prefix_rows(B), np.cumsum(B, axis=0))
+    if rows:  # a lower-triangular inverse, as the solver's (exact zeros above)
+        L = _lower_inverse(np.tril(rng.normal(size=(rows, rows))) + 3 * rows * np.eye(rows))
+        assert np.array_equal(_prefix_rows(L), np.cumsum(L, axis=0))
 
 
 def test_banded_inverse_refuses_a_singular_encoder():

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpreg.estimators.ftrl_correlations import nu_ftrl
+from dpreg.estimators.ftrl_correlations import independent, nu_ftrl, optimal_cc
 from dpreg.estimators.ftrl_factorizations import (
     _factor_gram,
     _least_squares_decoder,
@@ -16,9 +16,12 @@ from dpreg.estimators.ftrl_factorizations import (
 from dpreg.estimators.ftrl_workloads import momentum_cooldown_workload
 from dpreg.privacy.correlated import multi_participation_sensitivity_sq
 from dpreg.theory.ftrl_table3 import (
+    _workload_error,
     toeplitz_workload_error,
+    toeplitz_workload_error_from_sums,
     toeplitz_workload_error_reference,
     tuned_nu,
+    workload_diagonal_sums,
     workload_spectrum,
 )
 
@@ -49,6 +52,65 @@ def test_tuned_nu_is_the_argmin_of_the_reference_errors():
     ]
     got = tuned_nu(T, grid, participations=k, separation=b, schema="fixed_epoch", workload=A)
     assert got == grid[int(np.argmin(errors))]
+
+
+def _dense_error(corr, A):
+    """||A B||_F^2 with the dense lower-triangular Toeplitz decoder B (independent path)."""
+    T = A.shape[1]
+    beta = corr.coefficients(T)
+    lag = np.subtract.outer(np.arange(T), np.arange(T))
+    B = np.where(lag >= 0, beta[np.clip(lag, 0, None)], 0.0)
+    return float(np.sum((A @ B) ** 2))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    T=st.integers(1, 60),
+    nu=st.floats(1e-4, 0.9),
+    momentum=st.floats(0.0, 0.99),
+    cooldown=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_diagonal_sums_error_equals_the_fft_and_dense_paths_to_round_off(
+    T, nu, momentum, cooldown, seed
+):
+    rng = np.random.default_rng(seed)
+    for A in (momentum_cooldown_workload(T, momentum, cooldown, 0.05), rng.normal(size=(T, T))):
+        sums = workload_diagonal_sums(A)
+        for corr in (nu_ftrl(nu), optimal_cc(), independent()):
+            beta = corr.coefficients(T)
+            # round-off of either path is amplified by |beta|' K |beta| / beta' K beta
+            scale = float(np.abs(beta) @ np.abs(sums) @ np.abs(beta))
+            fast = toeplitz_workload_error_from_sums(corr, sums)
+            assert fast == pytest.approx(toeplitz_workload_error(corr, A), abs=1e-13 * scale)
+            assert fast == pytest.approx(_dense_error(corr, A), abs=1e-13 * scale)
+            assert _workload_error(corr, T, A) == fast  # sums computed inside: same value
+
+
+def test_diagonal_sums_are_the_tail_sums_of_the_gram_diagonals():
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(9, 7))
+    W = A.T @ A
+    K = workload_diagonal_sums(A)
+    for a in range(7):
+        for b in range(7):
+            tail = [W[a + t, b + t] for t in range(7 - max(a, b))]
+            assert K[a, b] == pytest.approx(sum(tail), rel=1e-14)
+    with pytest.raises(ValueError, match="sums must be a square"):
+        toeplitz_workload_error_from_sums(nu_ftrl(0.1), K[:, :3])
+
+
+def test_tuned_nu_at_paper_scale_keeps_its_grid_point():
+    # the quadratic form and the FFTs of every row choose the same nu (T = 2000, App. G.1)
+    T = 2000
+    A = momentum_cooldown_workload(T)
+    grid = np.geomspace(1e-4, 0.5, 60)[::6]
+    spectrum = workload_spectrum(A)
+    errors = [
+        nu_ftrl(v).sensitivity_sq(T) * toeplitz_workload_error(nu_ftrl(v), A, spectrum=spectrum)
+        for v in grid
+    ]
+    assert tuned_nu(T, grid, workload=A) == grid[int(np.argmin(errors))]
 
 
 def test_a_spectrum_of_another_workload_is_refused():

@@ -24,15 +24,19 @@ import numpy as np
 from dpreg.estimators import adassp_stream_kernel as ak, _adassp_stream_jit as aj
 from dpreg.estimators import normal32_kernel as nk, _normal32_jit as nj
 from dpreg.data import counter_kernel as ck, _counter_jit as cj
+from dpreg.experiments import choquettechoo2023_iterates as it, _ftrl_iterates_jit as ij
 
 X = np.random.default_rng(0).standard_normal((20, 300))
 ak.clip_block(X, np.ones((20, 1)), 1.0, np.ones(1), np.zeros(1))
 nk.normal32_fill(np.random.default_rng(1), np.empty(50, np.float32))
 ck.counter_rows(7, np.arange(5), np.ones(300), np.arange(300.0))
 ck.counter_sincos(np.array([0.5, 2.0]))
+P = it.FtrlIterateBoundsParams.from_cell({"d": 3, "T": 5})
+it._simulate(P, it._setup(P, "sgd"), 2, np.random.default_rng(2), kernel="numba")
 out = {}
 for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows),
-                ("uniforms", cj.uniforms), ("sincos_loop", cj.sincos_loop)]:
+                ("uniforms", cj.uniforms), ("sincos_loop", cj.sincos_loop),
+                ("iterate_steps", ij.iterate_steps)]:
     out[name] = [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
 print(json.dumps(out))
 """

@@ -182,6 +182,22 @@ def _assemble(V: np.ndarray, T: int, p: int, index) -> tuple[np.ndarray, np.ndar
     return C, Cb
 
 
+def _prefix_rows(B: np.ndarray) -> np.ndarray:
+    r"""Return ``np.cumsum(B, axis=0)`` (:math:`AB`, A the prefix sum) bit for bit, row by row.
+
+    numpy accumulates along axis 0 of a C-contiguous array with the strided axis as the
+    inner loop (about 50 ms at T = 2000); the same additions
+    :math:`G_i = G_{i-1} + B_i`, one contiguous row at a time, take about 8 ms (issue 18,
+    docs/scaling.md; equal bit for bit, ``tests/unit/test_ftrl_banded.py``).
+    """
+    G = np.empty_like(B)
+    if B.shape[0]:
+        G[0] = B[0]
+    for i in range(1, B.shape[0]):
+        np.add(G[i - 1], B[i], out=G[i])
+    return G
+
+
 def _lower_inverse(C: np.ndarray) -> np.ndarray:
     """Inverse of a nonsingular lower-triangular matrix (LAPACK ``trtri``: T^3/3 flops)."""
     from scipy.linalg.lapack import dtrtri  # lazy: job start-up (docs/scaling.md)
@@ -446,7 +462,7 @@ def solve_banded_me(
         def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
             C, Cb = _assemble(x, T, p, index)
             B = _banded_lower_inverse(C, p)
-            G = np.cumsum(B, axis=0) if prefix else A @ B
+            G = _prefix_rows(B) if prefix else A @ B
             f = float(np.sum(G**2))
             if lower:  # G = A B lower triangular
                 gb = -2.0 * _band_of_gradient(G, C, p)
@@ -468,7 +484,7 @@ def solve_banded_me(
         iterations, converged = int(res.nit), bool(res.success)
     # the returned point's own error and exact sensitivity, never trusted from the iteration
     B = solve_triangular(C, np.eye(T), lower=True)
-    objective = float(np.sum((np.cumsum(B, axis=0) if A is None else A @ B) ** 2))
+    objective = float(np.sum((_prefix_rows(B) if A is None else A @ B) ** 2))
     sens = banded_sensitivity_sq(C, k, b)
     assert sens <= k_eff * (1 + 1e-9)
     return BandedSolution(

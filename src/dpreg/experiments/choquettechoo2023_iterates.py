@@ -23,8 +23,11 @@ a seed block are vectorised (one loop over the T steps).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -114,7 +117,39 @@ def check_iterate_cell(cell: Mapping[str, Any]) -> None:
         raise ValueError(f"ftrl_iterate_bounds: T must be >= 2; got {P.T!r}")
 
 
+_SETUP_KEYS = (
+    "d",
+    "T",
+    "alpha",
+    "p",
+    "eta_fraction",
+    "rho",
+    "clip",
+    "sigma_sgd",
+    "initial_distance",
+)
+
+
 def _setup(P: FtrlIterateBoundsParams, mechanism: str) -> dict[str, Any]:
+    """Return the mechanism's public constants and bounds (read-only arrays), cached.
+
+    A function of public cell keys only; the seed blocks and chunks of a cell share it
+    (``lemma_d12_covariance`` is most of it: ~0.1 s per call at T = 2000), so it is cached
+    on those keys (issue 18, docs/scaling.md).
+    """
+    return _setup_cached(tuple(getattr(P, key) for key in _SETUP_KEYS), mechanism)
+
+
+@lru_cache(maxsize=32)
+def _setup_cached(values: tuple, mechanism: str) -> dict[str, Any]:
+    P = SimpleNamespace(**dict(zip(_SETUP_KEYS, values, strict=True)))
+    out = _setup_uncached(P, mechanism)
+    for value in (out["lam"], out["beta"], *out["bounds"].values()):
+        value.setflags(write=False)  # shared by the calls: never written
+    return out
+
+
+def _setup_uncached(P: Any, mechanism: str) -> dict[str, Any]:
     lam = np.arange(1, P.d + 1, dtype=np.float64) ** -P.alpha
     ev = hp.proposition_d5_events(lam, T=P.T, p=P.p, sigma_sgd=P.sigma_sgd)
     eta = P.eta_fraction / ev.input_sq
@@ -154,8 +189,65 @@ def _setup(P: FtrlIterateBoundsParams, mechanism: str) -> dict[str, Any]:
     }
 
 
-def _simulate(P: FtrlIterateBoundsParams, s: dict[str, Any], trials: int, rng) -> dict:
-    """Squared norms (T, trials) of the D.2 components, theta' and g_t; vectorised."""
+SIM_KERNELS: tuple[str, ...] = ("auto", "numpy", "numba")
+"""Step loops of the simulation: ``numpy`` (the reference, :func:`_simulate_reference`),
+``numba`` (:mod:`dpreg.experiments._ftrl_iterates_jit`: the same operations on the same
+draws, bit for bit) and ``auto`` (``numba`` for ``d`` <= 128 once the loop has at least
+``2**15`` trial-steps, about 0.1 s of the numpy loop per call, or numba is loaded in the
+process; issue 18, docs/scaling.md)."""
+
+_COMPILED_MIN_WORK = 2**15
+_DRAW_BLOCK = 2**21  # normals per block of steps drawn at once (16 MB)
+
+
+def _simulate(
+    P: FtrlIterateBoundsParams, s: dict[str, Any], trials: int, rng, *, kernel: str = "auto"
+) -> dict:
+    """Squared norms (T, trials) of the D.2 components, theta' and g_t; vectorised.
+
+    ``kernel`` (:data:`SIM_KERNELS`) picks the step loop; every choice draws the same
+    numbers in the same order and returns the same bits
+    (``tests/unit/test_ftrl_iterates_kernel.py``).
+    """
+    if kernel not in SIM_KERNELS:
+        raise ValueError(f"kernel must be one of {SIM_KERNELS}; got {kernel!r}")
+    if kernel == "auto":
+        big = P.T * trials >= _COMPILED_MIN_WORK or "numba" in sys.modules
+        kernel = "numba" if big and P.d <= 128 else "numpy"
+    if kernel == "numpy":
+        return _simulate_reference(P, s, trials, rng)
+    if P.d > 128:
+        raise ValueError(f"kernel='numba' needs d <= 128 (one pairwise-sum block); got {P.d}")
+    from dpreg.data.normal_kernel import standard_normals
+    from dpreg.experiments import _ftrl_iterates_jit  # numba: imported on first use
+
+    eta, T, d = float(s["eta"]), P.T, P.d
+    # numpy's draws by the compiled fill (the same values and generator state)
+    z = standard_normals(rng, np.empty((T, trials, d)), compiled_from=0)
+    z *= s["sigma"]
+    correlated_noise(s["beta"], z, out=z)  # in place: one (T, trials, d) array
+    hat = np.full((trials, d), P.initial_distance / math.sqrt(d))
+    sgd = np.zeros((trials, d))
+    dp = np.zeros((trials, d))
+    keys = ("d6", "d7", "d8", "d4_iterate", "d4_gradient")
+    out = np.empty((len(keys), T, trials))
+    noise_sq = np.empty(trials)
+    root = np.sqrt(s["lam"])
+    width = trials * d + trials  # one step's draws: x (trials, d), then xi (trials,)
+    block = max(1, _DRAW_BLOCK // width)
+    for first in range(0, T, block):
+        m = min(block, T - first)
+        draws = standard_normals(rng, np.empty((m, width)), compiled_from=0)  # m steps
+        _ftrl_iterates_jit.iterate_steps(
+            draws, root, float(P.sigma_sgd), eta, z, hat, sgd, dp, out, noise_sq, first, T
+        )
+    result = {key: out[k] for k, key in enumerate(keys)}
+    result["noise_sq"] = noise_sq
+    return result
+
+
+def _simulate_reference(P: FtrlIterateBoundsParams, s: dict[str, Any], trials: int, rng) -> dict:
+    """:func:`_simulate` by the numpy step loop (the reference)."""
     lam, eta, T, d = s["lam"], s["eta"], P.T, P.d
     z = rng.standard_normal((T, trials, d))
     z *= s["sigma"]

@@ -44,7 +44,9 @@ __all__ = [
     "toeplitz_prefix_error",
     "toeplitz_workload_error",
     "toeplitz_workload_error_reference",
+    "toeplitz_workload_error_from_sums",
     "tuned_nu",
+    "workload_diagonal_sums",
     "workload_spectrum",
 ]
 
@@ -189,9 +191,11 @@ def toeplitz_prefix_error(correlation: ToeplitzCorrelation, T: int) -> float:
 def workload_spectrum(A: np.ndarray) -> np.ndarray:
     r"""Real FFT of the reversed rows of ``A`` (T, T), as :func:`toeplitz_workload_error` needs.
 
-    :func:`tuned_nu` evaluates many Toeplitz decoders against one workload; the FFT of
-    ``A`` is the same for all of them, so it is computed once here (the same call
-    ``scipy.signal.fftconvolve`` makes, hence the same numbers bit for bit).
+    Several Toeplitz decoders evaluated against one workload share the FFT of ``A``, so
+    it is computed once here (the same call ``scipy.signal.fftconvolve`` makes, hence the
+    same numbers bit for bit). :func:`tuned_nu` and :func:`table3` now use
+    :func:`workload_diagonal_sums` instead (one quadratic form per decoder); this FFT path
+    is the reference it is tested against.
     """
     from scipy import fft as sp_fft
 
@@ -234,6 +238,59 @@ def toeplitz_workload_error(
     return float(np.sum(full[:, :T] ** 2))
 
 
+def workload_diagonal_sums(A: np.ndarray) -> np.ndarray:
+    r"""Tail sums :math:`K_{ab} = \sum_{\tau\ge0} W_{a+\tau,\,b+\tau}` of :math:`W = A^\top A`.
+
+    For a lower-triangular Toeplitz decoder :math:`B_{s\tau} = \beta_{s-\tau}`
+    (:math:`s \ge \tau`),
+
+    .. math::
+
+        \|AB\|_F^2 = \mathrm{tr}(B^\top WB) = \sum_\tau\sum_{a,b\ge0}\beta_a\beta_b
+        W_{a+\tau,\,b+\tau} = \beta^\top K\beta
+
+    (indices below ``T``), so the error (3) of every Toeplitz mechanism under one workload
+    is a quadratic form in its coefficients (:func:`toeplitz_workload_error_from_sums`):
+    :math:`O(T^2)` per mechanism instead of :func:`toeplitz_workload_error`'s FFTs of all
+    ``T`` rows (:math:`O(T^2\log T)`, about 40x the time at T = 2000). ``K`` is computed
+    once per workload from the bottom-right corner up, :math:`K_{ab} = W_{ab} +
+    K_{a+1,b+1}` (one row operation per row; issue 18, docs/scaling.md).
+
+    Examples
+    --------
+    >>> A = np.linalg.cholesky(np.array([[2.0, 1.0], [1.0, 2.0]])).T
+    >>> workload_diagonal_sums(A).round(12).tolist()  # W = [[2, 1], [1, 2]]
+    [[4.0, 1.0], [1.0, 2.0]]
+    """
+    A = np.asarray(A, dtype=np.float64)
+    K = A.T @ A
+    for a in range(K.shape[0] - 2, -1, -1):
+        K[a, :-1] += K[a + 1, 1:]
+    return K
+
+
+def toeplitz_workload_error_from_sums(correlation: ToeplitzCorrelation, sums: np.ndarray) -> float:
+    r"""Return :math:`\|AB\|_F^2 = \beta^\top K\beta`, ``sums`` = :func:`workload_diagonal_sums`.
+
+    The same error as :func:`toeplitz_workload_error` (its FFTs are the reference), to
+    round-off (a quadratic form instead of FFTs: the sums are added in another order;
+    ``tests/unit/test_ftrl_table3_speed.py``).
+
+    Examples
+    --------
+    >>> from dpreg.estimators.ftrl_factorizations import prefix_matrix
+    >>> A = prefix_matrix(6)
+    >>> fast = toeplitz_workload_error_from_sums(nu_ftrl(0.1), workload_diagonal_sums(A))
+    >>> bool(np.isclose(fast, toeplitz_workload_error(nu_ftrl(0.1), A), rtol=1e-12))
+    True
+    """
+    sums = np.asarray(sums, dtype=np.float64)
+    if sums.ndim != 2 or sums.shape[0] != sums.shape[1]:
+        raise ValueError(f"sums must be a square (T, T) matrix; got shape {sums.shape}")
+    beta = correlation.coefficients(sums.shape[0])
+    return float(beta @ (sums @ beta))
+
+
 def toeplitz_workload_error_reference(correlation: ToeplitzCorrelation, A: np.ndarray) -> float:
     """:func:`toeplitz_workload_error` by ``scipy.signal.fftconvolve`` (reference path).
 
@@ -258,15 +315,21 @@ def _workload_error(
     f: MatrixFactorization | FFTFactorization | ToeplitzCorrelation,
     T: int,
     A: np.ndarray | None,
-    spectrum: np.ndarray | None = None,
+    sums: np.ndarray | None = None,
 ) -> float:
-    """||AB||_F^2 of any mechanism (``A=None``: the prefix-sum workload)."""
+    """||AB||_F^2 of any mechanism (``A=None``: the prefix-sum workload).
+
+    A Toeplitz mechanism under a workload ``A`` uses ``sums``
+    (:func:`workload_diagonal_sums` of ``A``; computed here if not given).
+    """
     if A is None:
         if isinstance(f, ToeplitzCorrelation):
             return toeplitz_prefix_error(f, T)
         return f.prefix_error
     if isinstance(f, ToeplitzCorrelation):
-        return toeplitz_workload_error(f, A, spectrum=spectrum)
+        if sums is None:
+            sums = workload_diagonal_sums(A)
+        return toeplitz_workload_error_from_sums(f, sums)
     return float(np.sum((A @ f.decoder) ** 2))
 
 
@@ -341,11 +404,11 @@ def tuned_nu(
     error of ``workload`` (a (T, T) matrix; default the prefix sum).
     """
     grid = np.geomspace(1e-4, 0.5, 60) if grid is None else np.asarray(grid, float)
-    spectrum = None if workload is None else workload_spectrum(workload)  # shared by all nu
+    sums = None if workload is None else workload_diagonal_sums(workload)  # shared by all nu
     errors = []
     for v in grid:
         corr = nu_ftrl(float(v))
-        prefix = _workload_error(corr, T, workload, spectrum)
+        prefix = _workload_error(corr, T, workload, sums)
         errors.append(_sensitivity_sq(corr, T, participations, separation, schema) * prefix)
     return float(grid[int(np.argmin(errors))])
 
@@ -532,7 +595,7 @@ def table3(
     skip_matrix = k > 1 and schema == "min_sep" and T > SDP_MAX_T[2]
     rows = []
     best = None
-    spectrum = None
+    sums = None
     for entry in entries:
         row = {key: v for key, v in entry.items() if key != "builder"}
         row.update(T=T, participations=k, separation=separation if k > 1 else math.nan)
@@ -554,9 +617,9 @@ def table3(
             rows.append(row)
             continue
         f = builders[builder]()
-        if A is not None and spectrum is None and isinstance(f, ToeplitzCorrelation):
-            spectrum = workload_spectrum(A)  # shared by the Toeplitz rows
-        prefix = _workload_error(f, T, A, spectrum)
+        if A is not None and sums is None and isinstance(f, ToeplitzCorrelation):
+            sums = workload_diagonal_sums(A)  # shared by the Toeplitz rows
+        prefix = _workload_error(f, T, A, sums)
         if builder == "optimal" and banded_sens:
             sens = banded_sens[0]  # the brute force over min_sep patterns is for small T
         else:
