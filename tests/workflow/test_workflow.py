@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent
 SNAKEMAKE = str(BIN / "snakemake")
-COPY = ["Snakefile", "workflow", "config", "data"]
+COPY = ["Snakefile", "profiles", "workflow", "config", "data"]
 
 
 def _copy_repo(repo_root: Path, dest: Path) -> Path:
