@@ -63,7 +63,8 @@ the reference's batched BLAS products are the faster evaluation (measured: at
 TILE_LANES = 20
 """Lanes (trials) per tile of :func:`_tile_kernel`: a multiple of the 4-lane vectors
 numba emits, long enough for the compiler to vectorise the tile's loops (at 8 it keeps
-them scalar) and a divisor of the paper's 100 and 20 trials per block (no padding)."""
+them scalar; 12 and 40 were slower) and a divisor of the paper's 100 trials per block (no
+padding)."""
 
 _PATH = "tiles"
 """``"tiles"`` (:func:`_tile_kernel`) or ``"loops"`` (:func:`_kernel`, the reference)."""
