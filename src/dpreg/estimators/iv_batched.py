@@ -156,6 +156,7 @@ def _tile_kernel(q: int, p: int) -> Any:
     TL, Q, P = TILE_LANES, q, p
     SV, DX, DY, DN = Q * P, Q, Q + P, Q + P + 1  # v in S; x, y, |z| in D
     OS2, OC1, OC2, OW = Q * P, Q * P + Q, Q * P + Q + 1, Q * P + Q + 2  # rows of Out
+    OF = OW + P  # the first stage's clip factors (scratch)
 
     # "contract" as in _kernel. Every index below is a constant plus the lane t within a
     # row's or tile's one-dimensional view, which lets the compiler group the accesses
@@ -170,8 +171,8 @@ def _tile_kernel(q: int, p: int) -> Any:
             Ok = Out[k].reshape(-1)
             for i in range(D.shape[1]):
                 Di = D[k, i].reshape(-1)
-                for t in range(TL):  # w = Theta' z_i
-                    for j in range(P):
+                for j in range(P):  # w = Theta' z_i
+                    for t in range(TL):
                         acc = zero
                         for m in range(Q):
                             acc += Di[m * TL + t] * Sk[(m * P + j) * TL + t]
@@ -200,9 +201,10 @@ def _tile_kernel(q: int, p: int) -> Any:
                         a = math.sqrt(a) * Di[DN * TL + t]  # ||z|| ||r||
                         Ok[OC1 * TL + t] += 1.0 if a > clip1 else 0.0
                         a = a if not a <= clip1 else clip1
-                        f = clip1 / a
-                        for j in range(P):  # r f, as the reference scales it
-                            r = (Ok[(OW + j) * TL + t] - Di[(DX + j) * TL + t]) * f
+                        Ok[OF * TL + t] = clip1 / a
+                    for j in range(P):
+                        for t in range(TL):  # r f, as the reference scales it
+                            r = (Ok[(OW + j) * TL + t] - Di[(DX + j) * TL + t]) * Ok[OF * TL + t]
                             for m in range(Q):
                                 Ok[(m * P + j) * TL + t] += Di[m * TL + t] * r
 
@@ -300,7 +302,7 @@ class BatchedIVGradients:
         """:func:`_tile_kernel`'s sums (the stage not clipped: ``None``) and counts."""
         trials, q, p = Theta.shape
         qp = q * p
-        sums = np.zeros((self.D.shape[0], qp + q + 2 + p, TILE_LANES))
+        sums = np.zeros((self.D.shape[0], qp + q + 3 + p, TILE_LANES))
         if do1 or do2:
             S = _to_tiles(np.concatenate([Theta.reshape(trials, qp), v], axis=1))
             _tile_kernel(q, p)(
