@@ -35,14 +35,15 @@ Tiles of lanes (issue 18, eighth pass). The loops above run each of about 90 sma
 operations of a row over all the trials, every one reading and writing its operands in
 memory. :func:`_tile_kernel` compiles the same arithmetic for one ``(q, p)`` with the
 trials cut into tiles of :data:`TILE_LANES` lanes and every array of a tile laid out at
-offsets that are compile-time constants, so that a row's whole first-stage product, its
-second-stage and its first-stage work are three loops over the tile's lanes, vectorised
-with their accumulators in registers. It performs the same operations in the same order
-on every lane (multiply-adds fused where the loop kernel fuses them; each sum starts from
-a zero that the compiler cannot see, ``zero``, so that its first product is rounded
-alone, as the loop kernel's stored one is), so its sums are the loop kernel's **bit for
-bit** (``tests/unit/test_iv_tiles.py``); lanes past the last trial are zero data,
-computed and dropped. The loop kernel stays as the reference (``_PATH = "loops"``).
+offsets that are compile-time constants, so that a row is 2p + 2 loops over the tile's
+lanes (w one column per loop, the second stage, the first stage's clip factors, G1 one
+column per loop; the lanes innermost, or the compiler keeps a loop scalar), vectorised
+with the q-term sums unrolled in registers. It performs the same operations in the same
+order on every lane (multiply-adds fused where the loop kernel fuses them; each sum
+starts from a zero that the compiler cannot see, ``zero``, so that its first product is
+rounded alone, as the loop kernel's stored one is), so its sums are the loop kernel's
+**bit for bit** (``tests/unit/test_iv_tiles.py``); lanes past the last trial are zero
+data, computed and dropped. The loop kernel stays as the reference (``_PATH = "loops"``).
 """
 
 from __future__ import annotations
