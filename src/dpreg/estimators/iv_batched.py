@@ -30,6 +30,20 @@ privacy accounting are the reference's: only the evaluation of the same function
 changes. (Issue 18 replaced a kernel looping over trials, then blocks of 256 rows, with
 sufficient statistics plus rank-one corrections for the clipped rows: about twice the
 CPU per step where many rows clip, docs/scaling.md.)
+
+Tiles of lanes (issue 18, eighth pass). The loops above run each of about 90 small
+operations of a row over all the trials, every one reading and writing its operands in
+memory. :func:`_tile_kernel` compiles the same arithmetic for one ``(q, p)`` with the
+trials cut into tiles of :data:`TILE_LANES` lanes and every array of a tile laid out at
+offsets that are compile-time constants, so that a row is 2p + 2 loops over the tile's
+lanes (w one column per loop, the second stage, the first stage's clip factors, G1 one
+column per loop; the lanes innermost, or the compiler keeps a loop scalar), vectorised
+with the q-term sums unrolled in registers. It performs the same operations in the same
+order on every lane (multiply-adds fused where the loop kernel fuses them; each sum
+starts from a zero that the compiler cannot see, ``zero``, so that its first product is
+rounded alone, as the loop kernel's stored one is), so its sums are the loop kernel's
+**bit for bit** (``tests/unit/test_iv_tiles.py``); lanes past the last trial are zero
+data, computed and dropped. The loop kernel stays as the reference (``_PATH = "loops"``).
 """
 
 from __future__ import annotations
@@ -40,12 +54,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FAST_MAX_WIDTH", "BatchedIVGradients"]
+__all__ = ["FAST_MAX_WIDTH", "TILE_LANES", "BatchedIVGradients"]
 
 FAST_MAX_WIDTH = 64
 """``kernel="fast"`` on batched data is compiled when ``q * p`` is at most this; above it
 the reference's batched BLAS products are the faster evaluation (measured: at
 :math:`p = q = 50` the compiled loops are about 3x slower), so the reference runs."""
+
+TILE_LANES = 20
+"""Lanes (trials) per tile of :func:`_tile_kernel`: a multiple of the 4-lane vectors
+numba emits, long enough for the compiler to vectorise the tile's loops (at 8 it keeps
+them scalar; 12 and 40 were slower) and a divisor of the paper's 100 trials per block (no
+padding)."""
+
+_PATH = "tiles"
+"""``"tiles"`` (:func:`_tile_kernel`) or ``"loops"`` (:func:`_kernel`, the reference)."""
 
 
 @cache
@@ -123,6 +146,87 @@ def _kernel() -> Any:
     return gradients
 
 
+@cache
+def _tile_kernel(q: int, p: int) -> Any:
+    """Compile (or load from numba's cache) the tiled kernel for ``(q, p)``.
+
+    ``q`` and ``p`` are closure constants: numba caches one kernel per pair.
+    """
+    import numba
+
+    TL, Q, P = TILE_LANES, q, p
+    SV, DX, DY, DN = Q * P, Q, Q + P, Q + P + 1  # v in S; x, y, |z| in D
+    OS2, OC1, OC2, OW = Q * P, Q * P + Q, Q * P + Q + 1, Q * P + Q + 2  # rows of Out
+    OF = OW + P  # the first stage's clip factors (scratch)
+
+    # "contract" as in _kernel. Every index below is a constant plus the lane t within a
+    # row's or tile's one-dimensional view, which lets the compiler group the accesses
+    # (and vectorise) and makes it hoist nothing that changes an operation's order.
+    @numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+    def gradients(D, S, Out, clip1, clip2, do1, do2, zero):  # fmt: skip
+        # D (tiles, n, q + p + 2, TL): z, x, y, |z| of a row; S (tiles, q p + q, TL):
+        # Theta (row-major), v; Out (tiles, q p + q + 2 + p, TL): G1, S2, the two counts
+        # (zero on entry) and w = Theta' z (scratch).
+        for k in range(D.shape[0]):
+            Sk = S[k].reshape(-1)
+            Ok = Out[k].reshape(-1)
+            for i in range(D.shape[1]):
+                Di = D[k, i].reshape(-1)
+                for j in range(P):  # w = Theta' z_i
+                    for t in range(TL):
+                        acc = zero
+                        for m in range(Q):
+                            acc += Di[m * TL + t] * Sk[(m * P + j) * TL + t]
+                        Ok[(OW + j) * TL + t] = acc
+                if do2:
+                    for t in range(TL):
+                        e = zero  # e = z_i' v - y_i
+                        for m in range(Q):
+                            e += Di[m * TL + t] * Sk[(SV + m) * TL + t]
+                        e -= Di[DY * TL + t]
+                        a = zero
+                        for j in range(P):
+                            a += Ok[(OW + j) * TL + t] * Ok[(OW + j) * TL + t]
+                        a = math.sqrt(a) * abs(e)  # ||w|| |e|
+                        Ok[OC2 * TL + t] += 1.0 if a > clip2 else 0.0
+                        a = a if not a <= clip2 else clip2  # NaN stays NaN
+                        e = e * (clip2 / a)
+                        for m in range(Q):
+                            Ok[(OS2 + m) * TL + t] += Di[m * TL + t] * e
+                if do1:
+                    for t in range(TL):
+                        a = zero
+                        for j in range(P):  # r = w - x_i
+                            r = Ok[(OW + j) * TL + t] - Di[(DX + j) * TL + t]
+                            a += r * r
+                        a = math.sqrt(a) * Di[DN * TL + t]  # ||z|| ||r||
+                        Ok[OC1 * TL + t] += 1.0 if a > clip1 else 0.0
+                        a = a if not a <= clip1 else clip1
+                        Ok[OF * TL + t] = clip1 / a
+                    for j in range(P):
+                        for t in range(TL):  # r f, as the reference scales it
+                            r = (Ok[(OW + j) * TL + t] - Di[(DX + j) * TL + t]) * Ok[OF * TL + t]
+                            for m in range(Q):
+                                Ok[(m * P + j) * TL + t] += Di[m * TL + t] * r
+
+    return gradients
+
+
+def _to_tiles(A: np.ndarray) -> np.ndarray:
+    """(trials, ..., c) -> (tiles, ..., c, TILE_LANES), zero lanes past the last trial."""
+    trials = A.shape[0]
+    tiles = -(-trials // TILE_LANES)
+    padded = np.zeros((tiles * TILE_LANES, *A.shape[1:]))
+    padded[:trials] = A
+    padded = padded.reshape(tiles, TILE_LANES, *A.shape[1:])
+    return np.ascontiguousarray(np.moveaxis(padded, 1, -1))
+
+
+def _from_tiles(tiled: np.ndarray, trials: int) -> np.ndarray:
+    """(tiles, c, TILE_LANES) -> (trials, c)."""
+    return tiled.transpose(0, 2, 1).reshape(-1, tiled.shape[1])[:trials]
+
+
 class BatchedIVGradients:
     r"""Clipped gradient sums of both IV stages for trials with their own data sets.
 
@@ -166,11 +270,14 @@ class BatchedIVGradients:
         clip_theta: float,
         clip_beta: float,
     ) -> None:
-        # Trials last, once per fit: the kernel's loops run along them (contiguous).
-        self.Zl = np.ascontiguousarray(np.moveaxis(Z, 0, -1), dtype=np.float64)
-        self.Xl = np.ascontiguousarray(np.moveaxis(X, 0, -1), dtype=np.float64)
-        self.yl = np.ascontiguousarray(np.swapaxes(y, 0, 1), dtype=np.float64)
-        self.znl = np.ascontiguousarray(np.swapaxes(zn, 0, 1), dtype=np.float64)
+        self.path = _PATH
+        if self.path == "tiles":  # once per fit: (tiles, n, q + p + 2, lanes)
+            self.D = _to_tiles(np.concatenate([Z, X, y[..., None], zn[..., None]], axis=-1))
+        else:  # trials last, once per fit: the kernel's loops run along them (contiguous)
+            self.Zl = np.ascontiguousarray(np.moveaxis(Z, 0, -1), dtype=np.float64)
+            self.Xl = np.ascontiguousarray(np.moveaxis(X, 0, -1), dtype=np.float64)
+            self.yl = np.ascontiguousarray(np.swapaxes(y, 0, 1), dtype=np.float64)
+            self.znl = np.ascontiguousarray(np.swapaxes(zn, 0, 1), dtype=np.float64)
         self.ZtZ, self.ZtX, self.Zty = ZtZ, ZtX, Zty
         self.clip_theta, self.clip_beta = float(clip_theta), float(clip_beta)
 
@@ -182,6 +289,37 @@ class BatchedIVGradients:
         v = (Theta @ beta[..., None])[..., 0]  # (trials, q)
         trials, q, p = Theta.shape
         do1, do2 = math.isfinite(self.clip_theta), math.isfinite(self.clip_beta)
+        if self.path == "tiles":
+            G1, S2, count1, count2 = self._tiles(Theta, v, do1, do2)
+        else:
+            G1, S2, count1, count2 = self._loops(Theta, v, do1, do2)
+        if not do1:  # sum_i z_i (z_i' Theta - x_i') = Z'Z Theta - Z'X
+            G1 = self.ZtZ @ Theta - self.ZtX
+        if not do2:  # sum_i z_i (z_i' Theta beta - y_i) = Z'Z v - Z'y
+            S2 = (self.ZtZ @ v[..., None])[..., 0] - self.Zty
+        return G1, S2, count1, count2
+
+    def _tiles(self, Theta: np.ndarray, v: np.ndarray, do1: bool, do2: bool) -> tuple:
+        """:func:`_tile_kernel`'s sums (the stage not clipped: ``None``) and counts."""
+        trials, q, p = Theta.shape
+        qp = q * p
+        sums = np.zeros((self.D.shape[0], qp + q + 3 + p, TILE_LANES))
+        if do1 or do2:
+            S = _to_tiles(np.concatenate([Theta.reshape(trials, qp), v], axis=1))
+            _tile_kernel(q, p)(
+                self.D, S, sums, self.clip_theta if do1 else 0.0,
+                self.clip_beta if do2 else 0.0, do1, do2, 0.0,
+            )  # fmt: skip
+        out = _from_tiles(sums, trials)
+        G1 = out[:, :qp].reshape(trials, q, p) if do1 else None
+        S2 = out[:, qp : qp + q].copy() if do2 else None
+        count1 = out[:, qp + q].astype(np.int64)
+        count2 = out[:, qp + q + 1].astype(np.int64)
+        return G1, S2, count1, count2
+
+    def _loops(self, Theta: np.ndarray, v: np.ndarray, do1: bool, do2: bool) -> tuple:
+        """:func:`_kernel`'s sums (the stage not clipped: ``None``) and counts."""
+        trials, q, p = Theta.shape
         G1 = np.zeros((q, p, trials))
         S2 = np.zeros((q, trials))
         count1 = np.zeros(trials, dtype=np.int64)
@@ -193,12 +331,4 @@ class BatchedIVGradients:
                 self.clip_theta if do1 else 0.0, self.clip_beta if do2 else 0.0,
                 do1, do2, G1, S2, count1, count2,
             )  # fmt: skip
-        if do1:
-            G1 = G1.transpose(2, 0, 1).copy()
-        else:  # sum_i z_i (z_i' Theta - x_i') = Z'Z Theta - Z'X
-            G1 = self.ZtZ @ Theta - self.ZtX
-        if do2:
-            S2 = S2.T.copy()
-        else:  # sum_i z_i (z_i' Theta beta - y_i) = Z'Z v - Z'y
-            S2 = (self.ZtZ @ v[..., None])[..., 0] - self.Zty
-        return G1, S2, count1, count2
+        return G1.transpose(2, 0, 1).copy(), S2.T.copy(), count1, count2
