@@ -71,3 +71,31 @@ def test_streamed_adassp_never_holds_the_rows():
 def test_adassp_stream_key_is_validated():
     with pytest.raises(ValueError, match="adassp_stream"):
         study.check_sim_cell(_cell(methods=["adassp"], adassp_stream="yes"))
+
+
+def test_adassp_gram_fit_is_fit_adassp_bit_for_bit():
+    # E2's in-memory AdaSSP forms X'X once per trial; each sigma's fit must be the one
+    # fit_adassp gives on the same clipped rows and generator (same statistics, draws).
+    from dpreg.estimators.adassp import fit_adassp
+    from dpreg.experiments.varshney2022_adassp import adassp_bounds, adassp_gram_fit
+    from dpreg.privacy.budgets import ApproxDP
+
+    d, lam = 5, np.linspace(1.0, 0.1, 5)
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((20_000, d)) * np.sqrt(lam)
+    base, z = X @ np.full(d, 0.5), rng.standard_normal(20_000)
+    bx = adassp_bounds(d, lam, 0.0)[0]
+    Xc = X * np.minimum(1.0, bx / np.linalg.norm(X, axis=1))[:, None]
+    xtx = Xc.T @ Xc
+    ours, ref = np.random.default_rng(9), np.random.default_rng(9)
+    for sigma in (1.0, 0.1, 0.0):
+        by = adassp_bounds(d, lam, sigma)[1]
+        yc = np.clip(base + sigma * z, -by, by)
+        for eps in (0.5, 4.0):
+            budget = ApproxDP(eps, 1e-6)
+            got = adassp_gram_fit(Xc, xtx, yc, budget=budget, rng=ours, bound_X=bx, bound_y=by)
+            want = fit_adassp(Xc, yc, budget=budget, rng=ref, bound_X=bx, bound_y=by)
+            np.testing.assert_array_equal(got.theta, want.theta)
+            assert got.budget_spent == want.budget_spent
+    assert ours.bit_generator.state == ref.bit_generator.state
+    np.testing.assert_array_equal(xtx, Xc.T @ Xc)  # not modified by the fits

@@ -36,6 +36,7 @@ the clip (item 2); disjoint stat/gradient samples :math:`[\tau, \tau+s)`,
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -43,7 +44,7 @@ from typing import Protocol
 
 import numpy as np
 
-from dpreg.estimators.ambssgd_kernel import batch_gradient, stat_magnitudes
+from dpreg.estimators.ambssgd_kernel import batch_gradient, clip_residuals, stat_magnitudes
 from dpreg.estimators.dp_stat import dp_stat_counts, dp_stat_from_counts
 
 __all__ = [
@@ -463,6 +464,7 @@ def ambssgd_pass(
     stat_margin: float | None = None,
     oracle: OracleInfo | None = None,
     oracle_log_factor: float | None = None,
+    clip_kernel: str = "auto",
 ) -> PassResult:
     r"""One DP-AMBSSGD pass (Algorithm 2) for D replicates x R runs. No validation.
 
@@ -500,6 +502,12 @@ def ambssgd_pass(
         Needed by ``oracle`` runs; enables the per-step truth diagnostics.
     oracle_log_factor : float, optional
         :math:`\ln^{2a}N` of the oracle rule (default ``log_factor**2``).
+    clip_kernel : {"auto", "numba", "numpy"}, default "auto"
+        Sources read through ``take``: the elementwise work of each batch chunk after the
+        product (response, clip test, count, scaling) in one compiled pass
+        (:func:`~dpreg.estimators.ambssgd_kernel.clip_residuals`, the same bits) or in
+        numpy (the reference); ``"auto"`` is compiled when numba is already loaded or
+        ``D T b >= AUTO_MIN_ROWS``.
 
     Returns
     -------
@@ -542,6 +550,12 @@ def ambssgd_pass(
         return Rm
 
     fast = isinstance(source, PermutedRows) and source.kernel == "numba"
+    if clip_kernel not in PASS_KERNELS:
+        raise ValueError(f"clip_kernel must be one of {PASS_KERNELS}; got {clip_kernel!r}")
+    if clip_kernel == "auto":
+        big = D * T * layout.b >= AUTO_MIN_ROWS
+        clip_kernel = "numba" if big or "numba" in sys.modules else "numpy"
+    products: dict[int, np.ndarray] = {}  # reused (D, k, R) buffers of the compiled path
     for t in range(T):
         # --- DP-STAT on the stat sample [tau, tau + s) -------------------------------
         if fast:
@@ -599,6 +613,14 @@ def ambssgd_pass(
             k = min(chunk, left)
             left -= k
             X, base, z = source.take(k)
+            if clip_kernel == "numba":  # the same product and row norms, then one pass
+                if k not in products:
+                    products[k] = np.empty((D, k, R))
+                Rm = np.matmul(X, W, out=products[k])
+                norms = np.sqrt(np.einsum("kid,kid->ki", X, X))
+                clip_residuals(Rm, base, z, sig, norms, zeta, clipped)
+                grad += np.matmul(np.swapaxes(X, 1, 2), Rm)
+                continue
             Rm = residuals(X, base, z)  # gradient of row i: x_i * Rm_i
             norms = np.sqrt(np.einsum("kid,kid->ki", X, X))
             gnorm = np.abs(Rm) * norms[:, :, None]

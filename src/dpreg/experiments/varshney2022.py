@@ -111,6 +111,7 @@ from dpreg.experiments.varshney2022_adassp import (
     BLOCK_ROWS,
     StreamedAdasspStatistics,
     adassp_bounds,
+    adassp_gram_fit,
     streamed_adassp_rows,
 )
 from dpreg.theory import ambssgd as theory
@@ -461,6 +462,7 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
             bx = adassp_bounds(d, lam, 0.0)[0]
             norms = np.linalg.norm(X, axis=1)
             Xc = X * np.minimum(1.0, bx / norms)[:, None]
+            xtx = Xc.T @ Xc  # once, not per sigma: fit_adassp's product (adassp_gram_fit)
         for sigma in spec["sigmas"]:
             y = base + sigma * z
             hp = hp_by_sigma[sigma]
@@ -490,8 +492,8 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
                 if "adassp" in methods:
                     by = adassp_bounds(d, lam, sigma)[1]
                     yc = np.clip(y, -by, by)
-                    fit = get_estimator("adassp")(
-                        Xc, yc, budget=budget, rng=rng, bound_X=bx, bound_y=by
+                    fit = adassp_gram_fit(
+                        Xc, xtx, yc, budget=budget, rng=rng, bound_X=bx, bound_y=by
                     )
                     rows.append(
                         {

@@ -20,10 +20,12 @@ from typing import Any
 import numpy as np
 
 from dpreg.data.streams import GaussianStream
+from dpreg.estimators.adassp import adassp_release, check_adassp_options
 from dpreg.estimators.adassp_stream import AdasspStatistics, fit_adassp_streamed
 from dpreg.privacy.budgets import ApproxDP
+from dpreg.results import Fit
 
-__all__ = ["StreamedAdasspStatistics", "adassp_bounds", "streamed_adassp_rows"]
+__all__ = ["StreamedAdasspStatistics", "adassp_bounds", "adassp_gram_fit", "streamed_adassp_rows"]
 
 BLOCK_ROWS = 2**14
 """Rows per block of the streamed statistics (the stream's chunk size: 26 MB at d = 200)."""
@@ -48,6 +50,46 @@ def adassp_bounds(d: int, lam: np.ndarray, sigma: float) -> tuple[float, float]:
     bx = math.sqrt(stats.chi2.ppf(0.999, d) * float(np.max(lam)))
     by = (1.0 + sigma) * float(stats.norm.ppf(0.9995))
     return bx, by
+
+
+def adassp_gram_fit(
+    Xc: np.ndarray,
+    xtx: np.ndarray,
+    yc: np.ndarray,
+    *,
+    budget: ApproxDP,
+    rng: np.random.Generator,
+    bound_X: float,
+    bound_y: float,
+) -> Fit:
+    r"""One AdaSSP run (Lev et al. 2026, Algorithm 6) on clipped rows whose Gram the caller holds.
+
+    The fit of ``fit_adassp(Xc, yc, budget=budget, rng=rng, bound_X=bound_X,
+    bound_y=bound_y)`` (one trial, its default options) when ``xtx`` is ``Xc.T @ Xc``:
+    the statistics are the ones its reference path forms (:math:`X^\top X` by the same
+    BLAS product, :math:`X^\top y` as ``Xc.T @ yc``), released by the same
+    :func:`~dpreg.estimators.adassp.adassp_release` with the same draws, so the same bits
+    (``tests/unit/test_varshney2022_adassp_stream.py``). E2 runs AdaSSP at seven noise
+    levels on each trial's rows: :math:`X^\top X` (the same for every level) is formed once
+    instead of seven times. No validation: ``Xc`` and ``yc`` are clipped to the public
+    bounds (:func:`adassp_bounds`) by the caller.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg import ApproxDP
+    >>> Xc = np.random.default_rng(0).uniform(-0.5, 0.5, size=(500, 2))
+    >>> yc = np.clip(Xc @ np.array([1.0, -1.0]), -1, 1)
+    >>> fit = adassp_gram_fit(Xc, Xc.T @ Xc, yc, budget=ApproxDP(1.0, 1e-6),
+    ...                       rng=np.random.default_rng(1), bound_X=1.0, bound_y=1.0)
+    >>> fit.theta.shape
+    (1, 2)
+    """
+    options = check_adassp_options(budget, None, "analytic", "paper", None)
+    return adassp_release(
+        xtx.copy(), Xc.T @ yc, None, budget=budget, rng=rng, trials=1,
+        bound_X=bound_X, bound_y=bound_y, **options,
+    )  # fmt: skip
 
 
 class StreamedAdasspStatistics:
