@@ -12,6 +12,14 @@ floating-point additions (``tests/unit/test_ambssgd_kernel.py``).
 
 The permutations themselves are the reference's (``numpy.argsort`` of the same
 uniform keys): a bucket sort in compiled code was no faster here.
+
+Two compiled variants with the same arithmetic, bit for bit (:data:`VARIANTS`, tested):
+``"rowwise"``, one row at a time (each residual a chain of :math:`d` dependent additions,
+so the loop waits on the adder's latency), and ``"blocked"`` (the default; issue 18),
+four rows of a batch at a time: their four residuals are summed side by side (four
+independent chains, each over :math:`c = 0, \dots, d-1` as in the row-wise loop) and the
+four rows are added into the gradient in the row order, so every sum has the same terms
+in the same order.
 """
 
 from __future__ import annotations
@@ -21,7 +29,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["batch_gradient", "stat_magnitudes"]
+__all__ = ["VARIANTS", "batch_gradient", "stat_magnitudes"]
+
+VARIANTS: tuple[str, ...] = ("blocked", "rowwise")
+"""Compiled loops of :func:`batch_gradient` and :func:`stat_magnitudes` (equal bit for bit)."""
 
 
 @cache
@@ -70,6 +81,122 @@ def _kernels() -> tuple[Any, Any]:
     return gradient, magnitudes
 
 
+@cache
+def _blocked_kernels() -> tuple[Any, Any]:
+    """Compile (or load from numba's cache) the two kernels, four rows at a time."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def gradient(X, y, norms, idx, W, zeta, grad, clipped):
+        # _kernels' gradient with rows j..j+3 side by side: each residual summed over
+        # c = 0..d-1 as there, clipped as there, and added into grad in the row order.
+        D, k = idx.shape
+        d = X.shape[1]
+        R = W.shape[2]
+        k4 = k - k % 4
+        for a in range(D):
+            for j in range(0, k4, 4):
+                i0 = idx[a, j]
+                i1 = idx[a, j + 1]
+                i2 = idx[a, j + 2]
+                i3 = idx[a, j + 3]
+                for r in range(R):
+                    r0 = 0.0
+                    r1 = 0.0
+                    r2 = 0.0
+                    r3 = 0.0
+                    for c in range(d):
+                        w = W[a, c, r]
+                        r0 += X[i0, c] * w
+                        r1 += X[i1, c] * w
+                        r2 += X[i2, c] * w
+                        r3 += X[i3, c] * w
+                    z = zeta[a, r]
+                    r0 -= y[i0]
+                    g = abs(r0) * norms[i0]
+                    if g > z:
+                        clipped[a, r] += 1.0
+                        r0 = r0 * (z / g)
+                    r1 -= y[i1]
+                    g = abs(r1) * norms[i1]
+                    if g > z:
+                        clipped[a, r] += 1.0
+                        r1 = r1 * (z / g)
+                    r2 -= y[i2]
+                    g = abs(r2) * norms[i2]
+                    if g > z:
+                        clipped[a, r] += 1.0
+                        r2 = r2 * (z / g)
+                    r3 -= y[i3]
+                    g = abs(r3) * norms[i3]
+                    if g > z:
+                        clipped[a, r] += 1.0
+                        r3 = r3 * (z / g)
+                    for c in range(d):
+                        acc = grad[a, c, r] + X[i0, c] * r0
+                        acc = acc + X[i1, c] * r1
+                        acc = acc + X[i2, c] * r2
+                        grad[a, c, r] = acc + X[i3, c] * r3
+            for j in range(k4, k):
+                i = idx[a, j]
+                for r in range(R):
+                    res = 0.0
+                    for c in range(d):
+                        res += X[i, c] * W[a, c, r]
+                    res -= y[i]
+                    g = abs(res) * norms[i]
+                    if g > zeta[a, r]:
+                        clipped[a, r] += 1.0
+                        res = res * (zeta[a, r] / g)
+                    for c in range(d):
+                        grad[a, c, r] += X[i, c] * res
+
+    @numba.njit(cache=True, nogil=True)
+    def magnitudes(X, y, idx, W, runs, out):
+        # _kernels' magnitudes with rows j..j+3 side by side (each sum as there).
+        D, k = idx.shape
+        d = X.shape[1]
+        k4 = k - k % 4
+        for a in range(D):
+            for j in range(0, k4, 4):
+                i0 = idx[a, j]
+                i1 = idx[a, j + 1]
+                i2 = idx[a, j + 2]
+                i3 = idx[a, j + 3]
+                for m in range(runs.shape[0]):
+                    r = runs[m]
+                    r0 = 0.0
+                    r1 = 0.0
+                    r2 = 0.0
+                    r3 = 0.0
+                    for c in range(d):
+                        w = W[a, c, r]
+                        r0 += X[i0, c] * w
+                        r1 += X[i1, c] * w
+                        r2 += X[i2, c] * w
+                        r3 += X[i3, c] * w
+                    out[a, m, j] = abs(r0 - y[i0])
+                    out[a, m, j + 1] = abs(r1 - y[i1])
+                    out[a, m, j + 2] = abs(r2 - y[i2])
+                    out[a, m, j + 3] = abs(r3 - y[i3])
+            for j in range(k4, k):
+                i = idx[a, j]
+                for m in range(runs.shape[0]):
+                    r = runs[m]
+                    res = 0.0
+                    for c in range(d):
+                        res += X[i, c] * W[a, c, r]
+                    out[a, m, j] = abs(res - y[i])
+
+    return gradient, magnitudes
+
+
+def _compiled(variant: str) -> tuple[Any, Any]:
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
+    return _blocked_kernels() if variant == "blocked" else _kernels()
+
+
 def batch_gradient(
     X: np.ndarray,
     y: np.ndarray,
@@ -77,6 +204,8 @@ def batch_gradient(
     idx: np.ndarray,
     W: np.ndarray,
     zeta: np.ndarray,
+    *,
+    variant: str = "blocked",
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Return the summed clipped gradients of the rows ``idx`` and the clip counts.
 
@@ -92,6 +221,8 @@ def batch_gradient(
         Current iterates.
     zeta : ndarray, shape (D, R)
         Clip levels (``inf``: no clipping).
+    variant : {"blocked", "rowwise"}
+        The compiled loop (:data:`VARIANTS`; the same values bit for bit).
 
     Returns
     -------
@@ -113,7 +244,7 @@ def batch_gradient(
     D, d, R = W.shape
     grad = np.zeros((D, d, R))
     clipped = np.zeros((D, R))
-    _kernels()[0](
+    _compiled(variant)[0](
         X, y, norms, np.ascontiguousarray(idx), np.ascontiguousarray(W),
         np.ascontiguousarray(zeta, dtype=np.float64), grad, clipped,
     )  # fmt: skip
@@ -121,9 +252,17 @@ def batch_gradient(
 
 
 def stat_magnitudes(
-    X: np.ndarray, y: np.ndarray, idx: np.ndarray, W: np.ndarray, runs: np.ndarray
+    X: np.ndarray,
+    y: np.ndarray,
+    idx: np.ndarray,
+    W: np.ndarray,
+    runs: np.ndarray,
+    *,
+    variant: str = "blocked",
 ) -> np.ndarray:
     r"""Residual magnitudes :math:`|x_i^\top w_r - y_i|`, shape (D, len(runs), k).
+
+    ``variant`` as in :func:`batch_gradient` (the same values bit for bit).
 
     Examples
     --------
@@ -134,7 +273,7 @@ def stat_magnitudes(
     """
     D, k = idx.shape
     out = np.empty((D, runs.size, k))
-    _kernels()[1](
+    _compiled(variant)[1](
         X, y, np.ascontiguousarray(idx), np.ascontiguousarray(W),
         np.ascontiguousarray(runs, dtype=np.int64), out,
     )  # fmt: skip
