@@ -124,10 +124,12 @@ def test_gathered_gradient_equals_the_in_place_kernel_bit_for_bit(seed, n, d, D,
     W = rng.normal(size=(D, d, R))
     zeta = rng.uniform(0.1, 5.0, size=(D, R))
     zeta[:, 0] = np.inf
-    gathered = batch_gradient(X, y, norms, idx, W, zeta)
-    in_place = batch_gradient(X, y, norms, idx, W, zeta, gather=False)
-    for a, b in zip(gathered, in_place, strict=True):
-        np.testing.assert_array_equal(a, b)
+    reference = batch_gradient(X, y, norms, idx, W, zeta, variant="rowwise", gather=False)
+    for variant in ("blocked", "rowwise"):  # each variant gathered and in place
+        for gather in (True, False):
+            out = batch_gradient(X, y, norms, idx, W, zeta, variant=variant, gather=gather)
+            for a, b in zip(out, reference, strict=True):
+                np.testing.assert_array_equal(a, b)
 
 
 def test_permutations_are_the_same_and_bad_kernel_raises():
@@ -182,3 +184,49 @@ def test_kernels_read_contiguous_rows_of_a_column_major_design(monkeypatch):
     np.testing.assert_allclose(fast.theta, ref.theta, rtol=0, atol=1e-12)
     rows = PermutedRows(X, y, 2, np.random.default_rng(0), kernel="numba")
     assert rows.rows.flags.c_contiguous and np.array_equal(rows.rows, X)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    d=st.integers(1, 9),
+    D=st.integers(1, 3),
+    R=st.integers(1, 3),
+    k=st.integers(1, 13),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.sampled_from([0.05, 1.0, 20.0]),
+)
+def test_blocked_kernels_equal_the_rowwise_bit_for_bit(n, d, D, R, k, seed, scale):
+    """Four rows at a time (issue 18): every sum in the row-wise order, so the same bits."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(n, d)), rng.normal(size=n)
+    norms = np.linalg.norm(X, axis=1)
+    idx = rng.integers(0, n, size=(D, k)).astype(rng.choice([np.int32, np.int64]))
+    W = scale * rng.normal(size=(D, d, R))
+    zeta = rng.uniform(0.1, 3.0, size=(D, R))
+    zeta[:, 0] = np.inf  # no clipping in one run
+    ref = batch_gradient(X, y, norms, idx, W, zeta, variant="rowwise")
+    fast = batch_gradient(X, y, norms, idx, W, zeta)
+    np.testing.assert_array_equal(fast[0], ref[0])
+    np.testing.assert_array_equal(fast[1], ref[1])
+    runs = rng.permutation(R)[: rng.integers(1, R + 1)]
+    np.testing.assert_array_equal(
+        stat_magnitudes(X, y, idx, W, runs),
+        stat_magnitudes(X, y, idx, W, runs, variant="rowwise"),
+    )
+
+
+def test_blocked_kernel_clips_and_a_bad_variant_raises():
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(200, 6)), rng.normal(size=200)
+    norms = np.linalg.norm(X, axis=1)
+    idx = np.stack([rng.permutation(200)[:23] for _ in range(4)])
+    W, zeta = rng.normal(size=(4, 6, 2)), np.full((4, 2), 0.5)
+    grad, clipped = batch_gradient(X, y, norms, idx, W, zeta)
+    ref_grad, ref_clipped = batch_gradient(X, y, norms, idx, W, zeta, variant="rowwise")
+    assert clipped.sum() > 0 and np.array_equal(clipped, ref_clipped)
+    assert np.array_equal(grad, ref_grad)
+    with pytest.raises(ValueError, match="variant"):
+        batch_gradient(X, y, norms, idx, W, zeta, variant="fast")
+    with pytest.raises(ValueError, match="variant"):
+        stat_magnitudes(X, y, idx, W, np.array([0]), variant="fast")

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from dpreg.data.streams import GaussianStream
 from dpreg.estimators import get_estimator
 from dpreg.estimators.dp_ssgd import dp_ssgd_path, dp_ssgd_stream_pass
+from dpreg.estimators.dp_ssgd_kernel import path_chunk
 from dpreg.privacy.budgets import ApproxDP
 
 
@@ -209,3 +210,39 @@ def test_stream_kernel_draws_the_reference_buffer_in_place(k, d, D, R, seed):
     np.testing.assert_allclose(S, Sr, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(c, cr)
     assert rng.bit_generator.state == ref.bit_generator.state
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 40),
+    d=st.integers(1, 9),
+    trials=st.integers(1, 11),
+    seed=st.integers(0, 2**32 - 1),
+    clip=st.sampled_from([0.05, 1.0, np.inf]),
+)
+def test_blocked_path_kernel_equals_the_rowwise_bit_for_bit(n, d, trials, seed, clip):
+    """Four trials of a step side by side (issue 18): every sum in the row-wise order."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(n, d)), rng.normal(size=n)
+    perm = np.argsort(rng.random((trials, n)), axis=1).astype(np.int64)
+    G = rng.standard_normal((n, trials, d))
+    out = {}
+    for variant in ("rowwise", "blocked"):
+        W, S, c = np.zeros((trials, d)), np.zeros((trials, d)), np.zeros(trials)
+        path_chunk(
+            X, y, perm, G, W, S, c, noise_scale=0.1, start=0, stop=n, eta=0.4, clip=clip,
+            tail_start=n // 2 + 1, variant=variant,
+        )  # fmt: skip
+        out[variant] = (W, S, c)
+    for a, b in zip(out["rowwise"], out["blocked"], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_path_chunk_rejects_an_unknown_variant():
+    W, S, c = np.zeros((1, 2)), np.zeros((1, 2)), np.zeros(1)
+    X, y, perm = np.ones((1, 2)), np.ones(1), np.zeros((1, 1), dtype=np.int64)
+    with pytest.raises(ValueError, match="variant"):
+        path_chunk(
+            X, y, perm, np.zeros((1, 1, 2)), W, S, c, noise_scale=1.0, start=0, stop=1,
+            eta=0.5, clip=1.0, tail_start=1, variant="fast",
+        )  # fmt: skip

@@ -22,6 +22,7 @@ from dpreg.estimators.ftrl import (
     KERNEL_AUTO_MIN_ROWS,
     KERNEL_AUTO_MIN_STEPS,
     _data_steps,
+    _data_steps_reference,
     fit_dp_ftrl,
     fit_dp_sgd_stream,
 )
@@ -190,3 +191,28 @@ def test_bad_variant_is_named():
     with pytest.raises(ValueError, match="variant"):
         data_steps_compiled(X, y, order, theta0, epochs=1, eta=0.1, clip=1.0, ridge=0.0,
                             noise=None, path=None, variant="fast")  # fmt: skip
+
+
+@pytest.mark.parametrize("variant", COMPILED_VARIANTS)
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_strided_order_view_is_read_in_place_with_the_same_values(variant, epochs):
+    """fit_dp_ftrl passes a view of the permutations' first S b columns (issue 18: no
+    transposed copy): the kernel reads it through its strides, as a contiguous copy."""
+    rng = np.random.default_rng(11)
+    n, d, trials, batch = 53, 4, 3, 5
+    X, y = rng.normal(size=(n, d)), rng.normal(size=n)
+    S = n // batch
+    full = np.argsort(rng.random((trials, n)), axis=1)
+    view = full[:, : S * batch].reshape(trials, S, batch)
+    assert not view.flags.c_contiguous and np.shares_memory(view, full)
+    noise = 0.01 * rng.normal(size=(epochs * S, trials, d))
+    kwargs = dict(epochs=epochs, eta=0.3, clip=0.5, ridge=0.0, noise=noise, path=None)
+    a = data_steps_compiled(X, y, view, np.zeros((trials, d)), variant=variant, **kwargs)
+    b = data_steps_compiled(
+        X, y, np.ascontiguousarray(view), np.zeros((trials, d)), variant=variant, **kwargs
+    )
+    ref = _data_steps_reference(X, y, np.ascontiguousarray(view), np.zeros((trials, d)), **kwargs)
+    for u, v in zip(a, b, strict=True):
+        np.testing.assert_array_equal(u, v)
+    np.testing.assert_allclose(a[0], ref[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(a[1], ref[1])

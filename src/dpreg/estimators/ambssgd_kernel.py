@@ -10,13 +10,22 @@ residual magnitudes likewise (:func:`stat_magnitudes`). The random draws are unt
 (the kernels draw nothing); the results equal the reference's up to the order of the
 floating-point additions (``tests/unit/test_ambssgd_kernel.py``).
 
-The batch gradient copies the permuted rows :data:`GATHER_ROWS` at a time into a
-contiguous buffer before its row loop (issue 18): the copies' loads are independent, so
-the cache misses of the random rows overlap instead of stalling the loop one row at a
-time; the arithmetic is the in-place kernel's, bit for bit (kept as ``gather=False``).
-
 The permutations themselves are the reference's (``numpy.argsort`` of the same
 uniform keys): a bucket sort in compiled code was no faster here.
+
+Two compiled variants with the same arithmetic, bit for bit (:data:`VARIANTS`, tested):
+``"rowwise"``, one row at a time (each residual a chain of :math:`d` dependent additions,
+so the loop waits on the adder's latency), and ``"blocked"`` (the default; issue 18),
+four rows of a batch at a time: their four residuals are summed side by side (four
+independent chains, each over :math:`c = 0, \dots, d-1` as in the row-wise loop) and the
+four rows are added into the gradient in the row order, so every sum has the same terms
+in the same order.
+
+The batch gradient copies the permuted rows :data:`GATHER_ROWS` at a time into a
+contiguous buffer before its row loop (issue 18; ``gather=True``, the default): the
+copies' loads are independent, so the cache misses of the random rows overlap instead of
+stalling the loop one row at a time; the arithmetic is that of the variant run on the
+buffer, bit for bit (``gather=False`` reads the rows in place).
 
 On any other source (e.g. the Varshney studies' :class:`~dpreg.data.streams.GaussianStream`)
 the pass keeps numpy's products and row norms, and :func:`clip_residuals` does the
@@ -31,12 +40,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GATHER_ROWS", "batch_gradient", "clip_residuals", "stat_magnitudes"]
+__all__ = ["GATHER_ROWS", "VARIANTS", "batch_gradient", "clip_residuals", "stat_magnitudes"]
+
+VARIANTS: tuple[str, ...] = ("blocked", "rowwise")
+"""Compiled loops of :func:`batch_gradient` and :func:`stat_magnitudes` (equal bit for bit)."""
 
 
 @cache
-def _kernels() -> tuple[Any, Any, Any]:
-    """Compile (or load from numba's cache) the kernels."""
+def _kernels() -> tuple[Any, Any]:
+    """Compile (or load from numba's cache) the two kernels."""
     import numba
 
     @numba.njit(cache=True, nogil=True)
@@ -61,6 +73,143 @@ def _kernels() -> tuple[Any, Any, Any]:
                         res = res * (zeta[a, r] / g)
                     for c in range(d):
                         grad[a, c, r] += X[i, c] * res
+
+    @numba.njit(cache=True, nogil=True)
+    def magnitudes(X, y, idx, W, runs, out):
+        # out (D, len(runs), k) = |<x_i, W[:, :, run]> - y_i| for the rows idx (D, k).
+        D, k = idx.shape
+        d = X.shape[1]
+        for a in range(D):
+            for j in range(k):
+                i = idx[a, j]
+                for m in range(runs.shape[0]):
+                    r = runs[m]
+                    res = 0.0
+                    for c in range(d):
+                        res += X[i, c] * W[a, c, r]
+                    out[a, m, j] = abs(res - y[i])
+
+    return gradient, magnitudes
+
+
+@cache
+def _blocked_kernels() -> tuple[Any, Any]:
+    """Compile (or load from numba's cache) the two kernels, four rows at a time."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def gradient(X, y, norms, idx, W, zeta, grad, clipped):
+        # _kernels' gradient with rows j..j+3 side by side: each residual summed over
+        # c = 0..d-1 as there, clipped as there, and added into grad in the row order.
+        D, k = idx.shape
+        d = X.shape[1]
+        R = W.shape[2]
+        k4 = k - k % 4
+        for a in range(D):
+            for j in range(0, k4, 4):
+                i0 = idx[a, j]
+                i1 = idx[a, j + 1]
+                i2 = idx[a, j + 2]
+                i3 = idx[a, j + 3]
+                for r in range(R):
+                    r0 = 0.0
+                    r1 = 0.0
+                    r2 = 0.0
+                    r3 = 0.0
+                    for c in range(d):
+                        w = W[a, c, r]
+                        r0 += X[i0, c] * w
+                        r1 += X[i1, c] * w
+                        r2 += X[i2, c] * w
+                        r3 += X[i3, c] * w
+                    z = zeta[a, r]
+                    r0 -= y[i0]
+                    g = abs(r0) * norms[i0]
+                    if g > z:
+                        clipped[a, r] += 1.0
+                        r0 = r0 * (z / g)
+                    r1 -= y[i1]
+                    g = abs(r1) * norms[i1]
+                    if g > z:
+                        clipped[a, r] += 1.0
+                        r1 = r1 * (z / g)
+                    r2 -= y[i2]
+                    g = abs(r2) * norms[i2]
+                    if g > z:
+                        clipped[a, r] += 1.0
+                        r2 = r2 * (z / g)
+                    r3 -= y[i3]
+                    g = abs(r3) * norms[i3]
+                    if g > z:
+                        clipped[a, r] += 1.0
+                        r3 = r3 * (z / g)
+                    for c in range(d):
+                        acc = grad[a, c, r] + X[i0, c] * r0
+                        acc = acc + X[i1, c] * r1
+                        acc = acc + X[i2, c] * r2
+                        grad[a, c, r] = acc + X[i3, c] * r3
+            for j in range(k4, k):
+                i = idx[a, j]
+                for r in range(R):
+                    res = 0.0
+                    for c in range(d):
+                        res += X[i, c] * W[a, c, r]
+                    res -= y[i]
+                    g = abs(res) * norms[i]
+                    if g > zeta[a, r]:
+                        clipped[a, r] += 1.0
+                        res = res * (zeta[a, r] / g)
+                    for c in range(d):
+                        grad[a, c, r] += X[i, c] * res
+
+    @numba.njit(cache=True, nogil=True)
+    def magnitudes(X, y, idx, W, runs, out):
+        # _kernels' magnitudes with rows j..j+3 side by side (each sum as there).
+        D, k = idx.shape
+        d = X.shape[1]
+        k4 = k - k % 4
+        for a in range(D):
+            for j in range(0, k4, 4):
+                i0 = idx[a, j]
+                i1 = idx[a, j + 1]
+                i2 = idx[a, j + 2]
+                i3 = idx[a, j + 3]
+                for m in range(runs.shape[0]):
+                    r = runs[m]
+                    r0 = 0.0
+                    r1 = 0.0
+                    r2 = 0.0
+                    r3 = 0.0
+                    for c in range(d):
+                        w = W[a, c, r]
+                        r0 += X[i0, c] * w
+                        r1 += X[i1, c] * w
+                        r2 += X[i2, c] * w
+                        r3 += X[i3, c] * w
+                    out[a, m, j] = abs(r0 - y[i0])
+                    out[a, m, j + 1] = abs(r1 - y[i1])
+                    out[a, m, j + 2] = abs(r2 - y[i2])
+                    out[a, m, j + 3] = abs(r3 - y[i3])
+            for j in range(k4, k):
+                i = idx[a, j]
+                for m in range(runs.shape[0]):
+                    r = runs[m]
+                    res = 0.0
+                    for c in range(d):
+                        res += X[i, c] * W[a, c, r]
+                    out[a, m, j] = abs(res - y[i])
+
+    return gradient, magnitudes
+
+
+#: Rows copied at a time by the gathered gradient (40 KB of rows at d = 20, cache-resident).
+GATHER_ROWS = 256
+
+
+@cache
+def _gathered_kernels() -> tuple[Any, Any]:
+    """Compile (or load) the gradient on rows gathered into a buffer: row-wise, blocked."""
+    import numba
 
     @numba.njit(cache=True, nogil=True)
     def gradient_gathered(X, y, norms, idx, W, zeta, grad, clipped, chunk):
@@ -97,25 +246,83 @@ def _kernels() -> tuple[Any, Any, Any]:
                             grad[a, c, r] += buf[jj, c] * res
 
     @numba.njit(cache=True, nogil=True)
-    def magnitudes(X, y, idx, W, runs, out):
-        # out (D, len(runs), k) = |<x_i, W[:, :, run]> - y_i| for the rows idx (D, k).
+    def gradient_gathered_blocked(X, y, norms, idx, W, zeta, grad, clipped, chunk):
+        # gradient_gathered's buffer, then _blocked_kernels' gradient on the buffer's rows
+        # (four side by side, every sum's terms in the same order): bit for bit both.
         D, k = idx.shape
         d = X.shape[1]
+        R = W.shape[2]
+        buf = np.empty((chunk, d))
+        yb = np.empty(chunk)
+        nb = np.empty(chunk)
         for a in range(D):
-            for j in range(k):
-                i = idx[a, j]
-                for m in range(runs.shape[0]):
-                    r = runs[m]
-                    res = 0.0
+            for j0 in range(0, k, chunk):
+                m = min(chunk, k - j0)
+                for jj in range(m):
+                    i = idx[a, j0 + jj]
                     for c in range(d):
-                        res += X[i, c] * W[a, c, r]
-                    out[a, m, j] = abs(res - y[i])
+                        buf[jj, c] = X[i, c]
+                    yb[jj] = y[i]
+                    nb[jj] = norms[i]
+                m4 = m - m % 4
+                for j in range(0, m4, 4):
+                    for r in range(R):
+                        r0 = 0.0
+                        r1 = 0.0
+                        r2 = 0.0
+                        r3 = 0.0
+                        for c in range(d):
+                            w = W[a, c, r]
+                            r0 += buf[j, c] * w
+                            r1 += buf[j + 1, c] * w
+                            r2 += buf[j + 2, c] * w
+                            r3 += buf[j + 3, c] * w
+                        z = zeta[a, r]
+                        r0 -= yb[j]
+                        g = abs(r0) * nb[j]
+                        if g > z:
+                            clipped[a, r] += 1.0
+                            r0 = r0 * (z / g)
+                        r1 -= yb[j + 1]
+                        g = abs(r1) * nb[j + 1]
+                        if g > z:
+                            clipped[a, r] += 1.0
+                            r1 = r1 * (z / g)
+                        r2 -= yb[j + 2]
+                        g = abs(r2) * nb[j + 2]
+                        if g > z:
+                            clipped[a, r] += 1.0
+                            r2 = r2 * (z / g)
+                        r3 -= yb[j + 3]
+                        g = abs(r3) * nb[j + 3]
+                        if g > z:
+                            clipped[a, r] += 1.0
+                            r3 = r3 * (z / g)
+                        for c in range(d):
+                            acc = grad[a, c, r] + buf[j, c] * r0
+                            acc = acc + buf[j + 1, c] * r1
+                            acc = acc + buf[j + 2, c] * r2
+                            grad[a, c, r] = acc + buf[j + 3, c] * r3
+                for j in range(m4, m):
+                    for r in range(R):
+                        res = 0.0
+                        for c in range(d):
+                            res += buf[j, c] * W[a, c, r]
+                        res -= yb[j]
+                        g = abs(res) * nb[j]
+                        if g > zeta[a, r]:
+                            clipped[a, r] += 1.0
+                            res = res * (zeta[a, r] / g)
+                        for c in range(d):
+                            grad[a, c, r] += buf[j, c] * res
 
-    return gradient, magnitudes, gradient_gathered
+    return gradient_gathered, gradient_gathered_blocked
 
 
-#: Rows copied at a time by the gathered gradient (40 KB of rows at d = 20, cache-resident).
-GATHER_ROWS = 256
+def _compiled(variant: str) -> tuple[Any, Any]:
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
+    return _blocked_kernels() if variant == "blocked" else _kernels()
 
 
 def batch_gradient(
@@ -126,6 +333,7 @@ def batch_gradient(
     W: np.ndarray,
     zeta: np.ndarray,
     *,
+    variant: str = "blocked",
     gather: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Return the summed clipped gradients of the rows ``idx`` and the clip counts.
@@ -142,12 +350,13 @@ def batch_gradient(
         Current iterates.
     zeta : ndarray, shape (D, R)
         Clip levels (``inf``: no clipping).
+    variant : {"blocked", "rowwise"}
+        The compiled loop (:data:`VARIANTS`; the same values bit for bit).
     gather : bool, default True
         Copy the rows :data:`GATHER_ROWS` at a time into a contiguous buffer before the
-        row loop (issue 18: the copies' cache misses overlap; about 2x faster at
-        n = 10^5, d = 20); ``False`` reads each row in place (the former kernel, kept as
-        the reference). The same operations in the same order: the same results bit
-        for bit (``tests/unit/test_ambssgd_kernel.py``).
+        row loop (issue 18: the copies' cache misses overlap); ``False`` reads each row
+        in place. The same operations in the same order: the same results bit for bit
+        (``tests/unit/test_ambssgd_kernel.py``).
 
     Returns
     -------
@@ -169,21 +378,30 @@ def batch_gradient(
     D, d, R = W.shape
     grad = np.zeros((D, d, R))
     clipped = np.zeros((D, R))
+    kernel = _compiled(variant)[0]  # checks variant
     args = (
         X, y, norms, np.ascontiguousarray(idx), np.ascontiguousarray(W),
         np.ascontiguousarray(zeta, dtype=np.float64), grad, clipped,
     )  # fmt: skip
     if gather:
-        _kernels()[2](*args, GATHER_ROWS)
+        _gathered_kernels()[1 if variant == "blocked" else 0](*args, GATHER_ROWS)
     else:
-        _kernels()[0](*args)
+        kernel(*args)
     return grad, clipped
 
 
 def stat_magnitudes(
-    X: np.ndarray, y: np.ndarray, idx: np.ndarray, W: np.ndarray, runs: np.ndarray
+    X: np.ndarray,
+    y: np.ndarray,
+    idx: np.ndarray,
+    W: np.ndarray,
+    runs: np.ndarray,
+    *,
+    variant: str = "blocked",
 ) -> np.ndarray:
     r"""Residual magnitudes :math:`|x_i^\top w_r - y_i|`, shape (D, len(runs), k).
+
+    ``variant`` as in :func:`batch_gradient` (the same values bit for bit).
 
     Examples
     --------
@@ -194,7 +412,7 @@ def stat_magnitudes(
     """
     D, k = idx.shape
     out = np.empty((D, runs.size, k))
-    _kernels()[1](
+    _compiled(variant)[1](
         X, y, np.ascontiguousarray(idx), np.ascontiguousarray(W),
         np.ascontiguousarray(runs, dtype=np.int64), out,
     )  # fmt: skip

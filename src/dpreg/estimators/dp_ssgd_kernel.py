@@ -21,6 +21,14 @@ Algorithm 1, line 5,
 with the floating-point operations in the order of the corresponding numpy loop, adds
 :math:`w_{t+1}` to the tail sum when :math:`t + 1 \ge \lfloor N/2\rfloor + 1` and counts
 the clipped steps. numba is imported on first use (compilation is cached on disk).
+
+The path kernel has two variants with the same arithmetic, bit for bit
+(:data:`PATH_VARIANTS`, tested): ``"rowwise"``, one trial at a time (its
+:math:`\langle x_t, w_t\rangle` and :math:`\|x_t\|^2` are chains of :math:`d` dependent
+additions, so the loop waits on the adder's latency), and ``"blocked"`` (the default;
+issue 18), four trials of a step side by side: eight independent chains, each summed over
+the coordinates in the same order, then each trial's clip and update as in the row-wise
+loop (the trials of a step do not interact).
 """
 
 from __future__ import annotations
@@ -30,7 +38,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["path_chunk", "stream_chunk"]
+__all__ = ["PATH_VARIANTS", "path_chunk", "stream_chunk"]
+
+PATH_VARIANTS: tuple[str, ...] = ("blocked", "rowwise")
+"""Compiled loops of :func:`path_chunk` (the same values bit for bit)."""
 
 
 @cache
@@ -128,6 +139,92 @@ def _kernels() -> tuple[Any, Any]:
     return path_kernel, stream_kernel
 
 
+@cache
+def _blocked_path_kernel() -> Any:
+    """Compile (or load from numba's cache) the path kernel, four trials at a time."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def path_kernel(X, y, perm, start, stop, G, scale, W, W_sum, clipped, eta, clip, tail_start):
+        # _kernels' path_kernel with trials k..k+3 of a step side by side: their inner
+        # products and squared norms summed over i = 0..d-1 as there (eight independent
+        # chains), then each trial's clip and update as there, in the trial order.
+        trials = perm.shape[0]
+        d = X.shape[1]
+        k4 = trials - trials % 4
+        rr = np.empty(4)
+        ss = np.empty(4)
+        pp = np.empty(4, dtype=np.int64)
+        for t in range(start, stop):
+            j = t - start
+            in_tail = t + 1 >= tail_start
+            for k0 in range(0, trials, 4):
+                m = 4 if k0 < k4 else trials - k0
+                if m == 4:
+                    p0 = perm[k0, t]
+                    p1 = perm[k0 + 1, t]
+                    p2 = perm[k0 + 2, t]
+                    p3 = perm[k0 + 3, t]
+                    r0 = 0.0
+                    r1 = 0.0
+                    r2 = 0.0
+                    r3 = 0.0
+                    s0 = 0.0
+                    s1 = 0.0
+                    s2 = 0.0
+                    s3 = 0.0
+                    for i in range(d):
+                        x0 = X[p0, i]
+                        x1 = X[p1, i]
+                        x2 = X[p2, i]
+                        x3 = X[p3, i]
+                        r0 += x0 * W[k0, i]
+                        s0 += x0 * x0
+                        r1 += x1 * W[k0 + 1, i]
+                        s1 += x1 * x1
+                        r2 += x2 * W[k0 + 2, i]
+                        s2 += x2 * x2
+                        r3 += x3 * W[k0 + 3, i]
+                        s3 += x3 * x3
+                    rr[0] = r0
+                    rr[1] = r1
+                    rr[2] = r2
+                    rr[3] = r3
+                    ss[0] = s0
+                    ss[1] = s1
+                    ss[2] = s2
+                    ss[3] = s3
+                    pp[0] = p0
+                    pp[1] = p1
+                    pp[2] = p2
+                    pp[3] = p3
+                else:
+                    for q in range(m):
+                        p = perm[k0 + q, t]
+                        r = 0.0
+                        sq = 0.0
+                        for i in range(d):
+                            r += X[p, i] * W[k0 + q, i]
+                            sq += X[p, i] * X[p, i]
+                        rr[q] = r
+                        ss[q] = sq
+                        pp[q] = p
+                for q in range(m):
+                    k = k0 + q
+                    p = pp[q]
+                    r = rr[q] - y[p]
+                    gnorm = abs(r) * np.sqrt(ss[q])
+                    if gnorm > clip:
+                        clipped[k] += 1.0
+                        r = r * (clip / max(gnorm, clip))
+                    for i in range(d):
+                        W[k, i] = W[k, i] - eta * (X[p, i] * r + G[j, k, i] * scale)
+                        if in_tail:
+                            W_sum[k, i] += W[k, i]
+
+    return path_kernel
+
+
 def path_chunk(
     X: np.ndarray,
     y: np.ndarray,
@@ -143,13 +240,16 @@ def path_chunk(
     eta: float,
     clip: float,
     tail_start: int,
+    variant: str = "blocked",
 ) -> None:
     r"""Run steps ``start..stop-1`` of :func:`~dpreg.estimators.dp_ssgd.dp_ssgd_path` in place.
 
     Step t of trial k reads row ``perm[k, t]`` of ``X`` (n, d) and ``y`` (n,) (no gathered
     copy of the chunk); ``G`` (stop - start, trials, d) holds the chunk's standard normals
     and ``noise_scale`` is :math:`2\zeta\alpha`; ``W``, ``W_sum`` (trials, d) and ``clipped``
-    (trials,) are updated. No validation (C-contiguous float64 arrays, int64 ``perm``).
+    (trials,) are updated. No validation (C-contiguous float64 arrays, int64 ``perm``)
+    but of ``variant`` (:data:`PATH_VARIANTS`: ``"blocked"`` or ``"rowwise"``, the same
+    values bit for bit).
 
     Examples
     --------
@@ -161,7 +261,10 @@ def path_chunk(
     >>> W.tolist(), S.tolist(), c.tolist()
     ([[1.0, 0.0]], [[1.0, 0.0]], [0.0])
     """
-    _kernels()[0](X, y, perm, start, stop, G, noise_scale, W, W_sum, clipped, eta, clip, tail_start)
+    if variant not in PATH_VARIANTS:
+        raise ValueError(f"variant must be one of {PATH_VARIANTS}; got {variant!r}")
+    kernel = _blocked_path_kernel() if variant == "blocked" else _kernels()[0]
+    kernel(X, y, perm, start, stop, G, noise_scale, W, W_sum, clipped, eta, clip, tail_start)
 
 
 def stream_chunk(

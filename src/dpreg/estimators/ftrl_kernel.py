@@ -41,13 +41,13 @@ def _kernel() -> Any:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def steps(X, y, norms, by_step, theta, epochs, eta, clip, finite, ridge, noise, path,
+    def steps(X, y, norms, order, theta, epochs, eta, clip, finite, ridge, noise, path,
               clipped):  # fmt: skip
-        # by_step (S, trials, b) rows of X (n, d); theta (trials, d) in place; noise
+        # order (trials, S, b) rows of X (n, d); theta (trials, d) in place; noise
         # (T, trials, d) or empty; path (trials, T, d) or empty. Per trial and step:
         # r_i = <x_i, theta> - y_i, clipped to r_i clip / max(|r_i| ||x_i||, clip),
         # g = sum_i x_i r_i / b (+ ridge theta) (+ noise_t), theta -= eta g.
-        S, trials, b = by_step.shape
+        trials, S, b = order.shape
         d = X.shape[1]
         has_noise = noise.shape[0] > 0
         has_path = path.shape[0] > 0
@@ -58,7 +58,7 @@ def _kernel() -> Any:
                 for s in range(S):
                     grad[:] = 0.0
                     for j in range(b):
-                        i = by_step[s, k, j]
+                        i = order[k, s, j]
                         r = 0.0
                         for c in range(d):
                             r += X[i, c] * theta[k, c]
@@ -90,12 +90,12 @@ def _blocked_kernel() -> Any:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def steps(X, y, norms, by_step, theta, epochs, eta, clip, finite, ridge, noise, path,
+    def steps(X, y, norms, order, theta, epochs, eta, clip, finite, ridge, noise, path,
               clipped, gather):  # fmt: skip
         # The arithmetic of _kernel's loop, per row and per coordinate in the same order:
         # rows j..j+3 of a batch have their dot products summed side by side (each over
         # c = 0..d-1 as there), then are added into grad[c] in the row order j, j+1, ...
-        S, trials, b = by_step.shape
+        trials, S, b = order.shape
         d = X.shape[1]
         has_noise = noise.shape[0] > 0
         has_path = path.shape[0] > 0
@@ -110,7 +110,7 @@ def _blocked_kernel() -> Any:
             if gather:  # the trial's rows in its order, read sequentially by every epoch
                 for s in range(S):
                     for j in range(b):
-                        i = by_step[s, k, j]
+                        i = order[k, s, j]
                         q = s * b + j
                         for c in range(d):
                             Xk[q, c] = X[i, c]
@@ -121,7 +121,7 @@ def _blocked_kernel() -> Any:
             else:
                 for s in range(S):
                     for j in range(b):
-                        rows[s, j] = by_step[s, k, j]
+                        rows[s, j] = order[k, s, j]
                 XX, yy, nn = X, y, norms
             t = 0
             for _ in range(epochs):
@@ -237,12 +237,14 @@ def data_steps_compiled(
     finite = not np.isinf(clip)
     X = np.ascontiguousarray(X, dtype=np.float64)
     norms = np.linalg.norm(X, axis=1) if finite else np.zeros(X.shape[0])
-    by_step = np.ascontiguousarray(np.asarray(order, dtype=np.int64).transpose(1, 0, 2))
+    # read in place, trial by trial (issue 18: no (S, trials, b) transposed copy; a view
+    # of the permutations' first S b columns is read through its strides)
+    order = np.asarray(order, dtype=np.int64)
     theta = np.array(theta, dtype=np.float64, order="C")
     clipped = np.zeros(theta.shape[0])
     empty = np.empty((0, 0, 0))
     args = (
-        X, np.ascontiguousarray(y, dtype=np.float64), norms, by_step, theta, int(epochs),
+        X, np.ascontiguousarray(y, dtype=np.float64), norms, order, theta, int(epochs),
         float(eta), float(clip), finite, float(ridge),
         empty if noise is None else np.ascontiguousarray(noise, dtype=np.float64),
         empty if path is None else path, clipped,
