@@ -60,7 +60,7 @@ def _kernel() -> Any:
     @numba.njit(cache=True, nogil=True)
     def corrections(
         X, y, norms, theta, fitted, clip, residual_mode, tau_fixed, worst, dist, point,
-        tau, base, slack_norm, inv, index, theta_norm, count, corr,
+        tau, index, theta_norm, count, corr,
     ):  # fmt: skip
         n, d = X.shape
         given = fitted.shape[0] == n  # the fitted values of a full product, or none
@@ -83,7 +83,13 @@ def _kernel() -> Any:
                 diff = w - r
                 for a in range(d):
                     corr[0, a] += X[i, a] * diff
-            tau[i] = (base[i] - (abs(r) + slack_norm[i] * theta_norm)) * inv[i]
+            ni = norms[i]
+            if ni == 0.0:  # left to the fixed certificate
+                tau[i] = -np.inf
+            else:
+                B = clip if residual_mode else clip / ni
+                slack = _CERTIFY_SLACK * (abs(y[i]) + ni * theta_norm + B)
+                tau[i] = (B - abs(r) - slack) / (ni * (1.0 + _METRIC_SLACK))
             point[i] = index
         return computed
 
@@ -123,15 +129,8 @@ class RecentCertificate:
         self, X: np.ndarray, y: np.ndarray, norms: np.ndarray, clip: float, clip_mode: str
     ) -> None:
         n = len(y)
-        zero = norms == 0.0
         self.X, self.y, self.norms = X, y, norms
         self.clip, self.residual_mode = float(clip), clip_mode == "residual"
-        with np.errstate(divide="ignore", invalid="ignore"):
-            B = np.full(n, self.clip) if self.residual_mode else self.clip / norms
-            # tau_i = (base_i - |r_i| - slack_norm_i ||theta_s||) * inv_i; zero rows -inf
-            self._base = np.where(zero, -math.inf, B - _CERTIFY_SLACK * (np.abs(y) + B))
-            self._inv = np.where(zero, 1.0, 1.0 / (norms * (1.0 + _METRIC_SLACK)))
-        self._slack_norm = _CERTIFY_SLACK * norms
         self.tau = np.full(n, -math.inf)  # never computed: not certified
         self.point = np.zeros(n, dtype=np.int64)  # index of the row's last point
         self.points = np.empty((0, X.shape[1]))  # the computed points (the first ``stored``)
@@ -185,8 +184,7 @@ class RecentCertificate:
             args = (
                 self.X, self.y, self.norms, theta, np.empty(0) if full is None else full,
                 self.clip, self.residual_mode, tau_fixed, float(worst), dist, self.point,
-                self.tau, self._base, self._slack_norm, self._inv, index, theta_norm,
-                count, corr,
+                self.tau, index, theta_norm, count, corr,
             )  # fmt: skip
             return int(_kernel()(*args))
         with np.errstate(invalid="ignore"):
@@ -198,8 +196,11 @@ class RecentCertificate:
             row_clip_corrections_reference(
                 fitted[:, None], self.y[rows], self.norms[rows], Xb, self.clip, mode, count, corr
             )
-            r = np.abs(self.y[rows] - fitted)
-            r += self._slack_norm[rows] * theta_norm
-            self.tau[rows] = (self._base[rows] - r) * self._inv[rows]
+            ni = self.norms[rows]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                B = np.full(rows.size, self.clip) if self.residual_mode else self.clip / ni
+                slack = _CERTIFY_SLACK * (np.abs(self.y[rows]) + ni * theta_norm + B)
+                tau = (B - np.abs(self.y[rows] - fitted) - slack) / (ni * (1.0 + _METRIC_SLACK))
+            self.tau[rows] = np.where(ni == 0.0, -math.inf, tau)
             self.point[rows] = index
         return int(rows.size)

@@ -685,10 +685,8 @@ class GramRowGradient:
         # the certificates' row norms (residual clipping: not those of the clip)
         self._row_norm = self.norms if clip_mode == "gradient" else row_norms_reference(X)
         self._certificate(X, y)
-        self.recent = (
-            RecentCertificate(X, y, self._row_norm, self.clip, clip_mode) if recent else None
-        )
-        self._no_tau = np.full(len(y), -math.inf) if self.tau is None and recent else None
+        self.use_recent = bool(recent)
+        self.recent: RecentCertificate | None = None  # built at its first use
 
     def _certificate(self, X: np.ndarray, y: np.ndarray) -> None:
         """Sort the radii tau_i of rows that cannot clip near OLS (none if X'X is singular)."""
@@ -779,13 +777,17 @@ class GramRowGradient:
         corr = np.zeros((trials, d))
         worst, uncertified = self._uncertified(theta)
         if (
-            self.recent is not None
+            self.use_recent
             and trials == 1
             and uncertified * d >= _RECENT_MIN_WORK
             and _use_compiled(n)
         ):
             # both certificates, the other rows' residuals in one compiled pass
-            tau_fixed = self.tau if self.tau is not None else self._no_tau
+            if self.recent is None:
+                self.recent = RecentCertificate(
+                    self.X, self.y, self._row_norm, self.clip, self.clip_mode
+                )
+            tau_fixed = self.tau if self.tau is not None else np.full(n, -math.inf)
             self.rows_computed += self.recent.corrections(
                 theta[:, 0], tau_fixed, worst, count, corr, compiled=_use_compiled(n)
             )
