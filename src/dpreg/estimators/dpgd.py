@@ -41,6 +41,7 @@ from dpreg._validation import (
     check_row_norm_bound,
     check_trials,
 )
+from dpreg.estimators._dpgd_recent import RecentCertificate
 from dpreg.estimators.dpgd_centre import CentredCertificate
 from dpreg.estimators.dpgd_kernel import (
     FUSED_MAX_D,
@@ -75,6 +76,9 @@ _METRIC_SLACK = 1e-6  # relative, on the certificate's two metric norms
 _METRIC_RIDGE = 1e-10  # relative to the largest eigenvalue of X'X/n
 CERTIFICATE_METRICS = ("design", "euclidean")
 _NOISE_BLOCK_ELEMENTS = 2**18
+# entries of the rows the fixed certificate leaves from which GramRowGradient also tries
+# the recent certificate (below it, its per-call cost, ~30 us, is not repaid)
+_RECENT_MIN_WORK = 2**17
 _KERNEL_CACHE_SIZE = 2  # kernels kept (e.g. one dataset's gradient- and residual-clip ones)
 _KERNEL_CACHE: OrderedDict[tuple, ClippedGradientKernel] = OrderedDict()
 NEIGHBOURS = ("replace_one", "zero_out")
@@ -623,6 +627,19 @@ class GramRowGradient:
     start, the fitted values are zeros and no product is taken). Brown et al.'s runs approach
     :math:`\hat\theta` geometrically, so most of their 20 steps skip most rows.
 
+    *And rows certified near their last computed point* (``recent=True``, one column per
+    call): the same bound around the point where row i's residual was last computed
+    (:class:`~dpreg.estimators._dpgd_recent.RecentCertificate`), which certifies rows in
+    the first steps, far from OLS, where the fixed certificate certifies none; the rows
+    neither certificate covers are then visited in increasing order by one compiled
+    pass (each residual as a dot product: no gathered copy of ``X``), so the
+    residuals, hence the corrections, move by rounding against ``recent=False``; clip
+    counts are the same unless a residual lies within rounding of the clip level
+    (``tests/unit/test_dpgd_recent.py``). Calls with several columns, before numba is
+    loaded or where the fixed certificate leaves fewer than 2^17 entries of ``X`` take
+    the fixed certificate's pass above (the stored radii stay valid: any computed
+    point may serve).
+
     Parameters
     ----------
     X : ndarray, shape (n, d)
@@ -630,6 +647,9 @@ class GramRowGradient:
     clip : float
         Finite clipping level.
     clip_mode : {"gradient", "residual"}
+    recent : bool, default True
+        Also certify rows around their last computed point (above); ``False`` is the
+        reference path (the fixed certificate and BLAS products only).
 
     Examples
     --------
@@ -643,7 +663,15 @@ class GramRowGradient:
     (True, True)
     """
 
-    def __init__(self, X: np.ndarray, y: np.ndarray, clip: float, clip_mode: str = "gradient"):
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        clip: float,
+        clip_mode: str = "gradient",
+        *,
+        recent: bool = True,
+    ):
         check_choice(clip_mode, "clip_mode", CLIP_MODES)
         self.X, self.y, self.clip, self.clip_mode = X, y, float(clip), clip_mode
         self.gram = X.T @ X
@@ -654,7 +682,11 @@ class GramRowGradient:
         else:
             self.norms = np.ones(len(y))
         self.rows_computed = 0
+        # the certificates' row norms (residual clipping: not those of the clip)
+        self._row_norm = self.norms if clip_mode == "gradient" else row_norms_reference(X)
         self._certificate(X, y)
+        self.use_recent = bool(recent)
+        self.recent: RecentCertificate | None = None  # built at its first use
 
     def _certificate(self, X: np.ndarray, y: np.ndarray) -> None:
         """Sort the radii tau_i of rows that cannot clip near OLS (none if X'X is singular)."""
@@ -666,7 +698,7 @@ class GramRowGradient:
             return
         if not np.all(np.isfinite(theta_ref)):
             return
-        row_norm = self.norms if self.clip_mode == "gradient" else row_norms_reference(X)
+        row_norm = self._row_norm
         zero = row_norm == 0.0
         if self.clip_mode == "gradient":  # residual threshold B_i = C/||x_i||
             B = np.where(zero, math.inf, self.clip / np.where(zero, 1.0, row_norm))
@@ -701,18 +733,22 @@ class GramRowGradient:
         # row i is certified iff dist <= tau_i; the others are those with tau_i < worst
         return worst, int(np.searchsorted(self.tau_sorted, worst, side="left"))
 
-    def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Return ``(grad (d, trials), clip_fraction (trials,))`` at ``theta (d, trials)``."""
+    def _corrections(
+        self,
+        theta: np.ndarray,
+        worst: float,
+        uncertified: int,
+        count: np.ndarray,
+        corr: np.ndarray,
+    ) -> None:
+        """Add the corrections of the rows the fixed certificate leaves, by products over X."""
         X, y = self.X, self.y
-        n, d = X.shape
+        n = X.shape[0]
         trials = theta.shape[1]
-        count = np.zeros(trials, dtype=np.int64)
-        corr = np.zeros((trials, d))
         passes = (
             row_clip_corrections if _use_compiled(n * trials) else row_clip_corrections_reference
         )
         block = max(1, _BLOCK_ELEMENTS // max(trials, 1))
-        worst, uncertified = self._uncertified(theta)
         self.rows_computed += n if 2 * uncertified > n else uncertified
         # theta = 0 (every run's start): the fitted values are zeros (a product with zeros
         # is +-0, and y - (+-0) = y), so the pass over X is skipped
@@ -732,6 +768,31 @@ class GramRowGradient:
                 Xb = X[sub]
                 R = np.zeros((len(sub), trials)) if zero else Xb @ theta
                 passes(R, y[sub], self.norms[sub], Xb, self.clip, self.clip_mode, count, corr)
+
+    def __call__(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(grad (d, trials), clip_fraction (trials,))`` at ``theta (d, trials)``."""
+        n, d = self.X.shape
+        trials = theta.shape[1]
+        count = np.zeros(trials, dtype=np.int64)
+        corr = np.zeros((trials, d))
+        worst, uncertified = self._uncertified(theta)
+        if (
+            self.use_recent
+            and trials == 1
+            and uncertified * d >= _RECENT_MIN_WORK
+            and _use_compiled(n)
+        ):
+            # both certificates, the other rows' residuals in one compiled pass
+            if self.recent is None:
+                self.recent = RecentCertificate(
+                    self.X, self.y, self._row_norm, self.clip, self.clip_mode
+                )
+            tau_fixed = self.tau if self.tau is not None else np.full(n, -math.inf)
+            self.rows_computed += self.recent.corrections(
+                theta[:, 0], tau_fixed, worst, count, corr, compiled=_use_compiled(n)
+            )
+        else:
+            self._corrections(theta, worst, uncertified, count, corr)
         grad = self.gram @ theta
         grad -= self.moment[:, None]
         grad -= corr.T
