@@ -25,6 +25,7 @@ from dpreg.estimators import adassp_stream_kernel as ak, _adassp_stream_jit as a
 from dpreg.estimators import normal32_kernel as nk, _normal32_jit as nj
 from dpreg.data import counter_kernel as ck, _counter_jit as cj
 from dpreg.experiments import choquettechoo2023_iterates as it, _ftrl_iterates_jit as ij
+from dpreg.estimators import _dpgd_recent as dr, _dpgd_recent_jit as dj
 
 X = np.random.default_rng(0).standard_normal((20, 300))
 ak.clip_block(X, np.ones((20, 1)), 1.0, np.ones(1), np.zeros(1))
@@ -33,10 +34,13 @@ ck.counter_rows(7, np.arange(5), np.ones(300), np.arange(300.0))
 ck.counter_sincos(np.array([0.5, 2.0]))
 P = it.FtrlIterateBoundsParams.from_cell({"d": 3, "T": 5})
 it._simulate(P, it._setup(P, "sgd"), 2, np.random.default_rng(2), kernel="numba")
+cert = dr.RecentCertificate(np.eye(3), np.array([0.0, 0.5, 2.0]), np.ones(3), 1.0, "gradient")
+cert.corrections(np.full(3, 0.1), np.full(3, -np.inf), np.inf, np.zeros(1, dtype=np.int64),
+                 np.zeros((1, 3)), compiled=True)
 out = {}
 for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows),
                 ("uniforms", cj.uniforms), ("sincos_loop", cj.sincos_loop),
-                ("iterate_steps", ij.iterate_steps)]:
+                ("iterate_steps", ij.iterate_steps), ("corrections", dj.corrections)]:
     out[name] = [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
 print(json.dumps(out))
 """
