@@ -553,6 +553,20 @@ def _blas_gram(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     return gram
 
 
+@functools.cache
+def _upper_mask(D: int) -> np.ndarray:
+    """Read-only boolean mask of the upper triangle (diagonal included) of a D x D matrix."""
+    mask = np.triu(np.ones((D, D), dtype=bool))
+    mask.flags.writeable = False
+    return mask
+
+
+def _triu_mirror(upper: np.ndarray) -> np.ndarray:
+    """Mirror the upper triangle of ``upper`` below the diagonal (the reference, tests)."""
+    upper = np.triu(upper)
+    return upper + np.triu(upper, 1).T
+
+
 def check_bounded_design_gram(
     X: Any,
     y: Any,
@@ -614,8 +628,10 @@ def check_bounded_design_gram(
         )
         return X, y, trials, rng, _blas_gram(X, y)
     X, y = accepted
-    upper = np.triu(tiles[:D, :D])
-    gram = upper + np.triu(upper, 1).T
+    # mirror the upper triangle; "+ 0.0" makes every entry the same bits as the reference
+    # mirror _triu_mirror (entry + 0.0 or 0.0 + entry) without its two triu temporaries
+    gram = np.where(_upper_mask(D), tiles[:D, :D], tiles[:D, :D].T)
+    gram += 0.0
     n, d = X.shape
     return (
         X,

@@ -261,3 +261,33 @@ def test_padded_bartlett_kernel_is_bit_identical_to_the_row_kernel(seed, p, tria
         kernel(f.eigenvectors, f.eigenvalues, var, diagonal, below, out)
         outs.append(out.tobytes())
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("per_trial", [False, True])
+def test_bartlett_degrees_of_freedom_give_the_broadcast_reference_draws(per_trial):
+    """The chi-square degrees of freedom k_t - i (filled in place) are the former
+    ``broadcast_to(...).astype`` values: the same Gram samples and generator state."""
+    import dpreg.estimators.gram_sketch as gs
+
+    factor = gs.gram_factor(_matrix(4, 60, 3))
+    trials, p = 9, 3
+    k = np.arange(5, 5 + trials) if per_trial else 7
+    noise = np.linspace(0.0, 1.0, trials)
+    rng = np.random.default_rng(11)
+    got = gs.sample_sketch_gram(factor, noise, k, rng, kernel="numpy")
+    state = rng.random()
+    # the reference: the former draw order written out with broadcast_to + astype
+    ref_rng = np.random.default_rng(11)
+    ks = np.asarray(k, dtype=np.int64)
+    df = np.broadcast_to(ks[..., None] - np.arange(p), (trials, p)).astype(np.float64)
+    diagonal = np.sqrt(ref_rng.chisquare(df))
+    below = ref_rng.standard_normal((trials, p * (p - 1) // 2))
+    L = factor.factor(noise * noise)
+    B = np.zeros((trials, p, p))
+    B[:, np.arange(p), np.arange(p)] = diagonal
+    rows, cols = np.tril_indices(p, -1)
+    B[:, rows, cols] = below
+    LB = L @ B
+    out = LB @ LB.transpose(0, 2, 1)
+    np.testing.assert_array_equal(got, 0.5 * (out + out.transpose(0, 2, 1)))
+    assert state == ref_rng.random()

@@ -272,3 +272,51 @@ def test_fused_gram_kernel_four_row_copy_is_bit_identical_to_the_row_copy(X, dat
     assert fast_gram == ref_gram
     assert np.array_equal(np.array(fast[:2]), np.array(ref[:2]), equal_nan=True)
     assert fast[2] == ref[2]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    tiles=arrays(
+        np.float64,
+        st.integers(1, 9).map(lambda D: (D + (-D) % 3, D + (-D) % 3)),
+        elements=st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.sampled_from([0.0, -0.0]),
+        ),
+    ),
+    data=st.data(),
+)
+def test_gram_mirror_is_bit_identical_to_the_triu_reference(tiles, data):
+    """The fused pass's mirror (a cached mask, then + 0.0) writes the bytes of the former
+    ``triu`` pair (:func:`_triu_mirror`) for every D <= P, signed zeros and NaN included."""
+    D = data.draw(st.integers(1, tiles.shape[0]), label="D")
+    fast = np.where(_validation._upper_mask(D), tiles[:D, :D], tiles[:D, :D].T)
+    fast += 0.0
+    ref = _validation._triu_mirror(tiles[:D, :D])
+    assert fast.tobytes() == ref.tobytes()
+
+
+def test_fused_gram_returned_is_the_mirrored_tiles(monkeypatch):
+    """check_bounded_design_gram returns exactly ``_triu_mirror`` of the kernel's tiles."""
+    from dpreg._validation import check_bounded_design_gram
+
+    kernel = _validation._scan_gram_kernel()
+    seen = []
+
+    def spy(X, y, tiles, block):
+        out = kernel(X, y, tiles, block)
+        seen.append(tiles)
+        return out
+
+    monkeypatch.setattr(_validation, "_scan_gram_kernel", lambda: spy)
+    rng = np.random.default_rng(3)
+    for d in (1, 2, 3, 20):
+        X = rng.uniform(-1, 1, size=(500, d)) / math.sqrt(d)
+        y = rng.uniform(-1, 1, size=500)
+        seen.clear()
+        gram = check_bounded_design_gram(
+            X, y, bound_X=1.0, bound_y=1.0, trials=100, rng=rng, method="compiled"
+        )[4]
+        assert len(seen) == 1
+        ref = _validation._triu_mirror(seen[0][: d + 1, : d + 1])
+        assert gram.tobytes() == ref.tobytes()

@@ -244,7 +244,8 @@ def sample_sketch_gram(
                 W[t] = Z.T @ Z
         out = L @ W @ L.transpose(0, 2, 1)
     else:
-        df = np.broadcast_to(ks[..., None] - np.arange(p), (trials, p)).astype(np.float64)
+        df = np.empty((trials, p))  # k_t - i, converted exactly (no broadcast_to + astype)
+        df[...] = ks[..., None] - np.arange(p)
         diagonal = np.sqrt(rng.chisquare(df))
         below = np.empty((trials, p * (p - 1) // 2))
         if below.size >= _COMPILED_MIN_DRAWS or "numba" in sys.modules:
