@@ -163,6 +163,45 @@ def test_materialise_equals_take(n, D, d, chunk, kernel, noise):
         src.materialise(1)
 
 
+@settings(max_examples=20, deadline=None)
+@given(
+    n=st.integers(1, 200),
+    D=st.integers(1, 3),
+    d=st.integers(1, 5),
+    chunk=st.integers(1, 70),
+    kernel=st.sampled_from(["numba", "numpy"]),
+)
+def test_materialise_into_reused_arrays_draws_the_same_rows(n, D, d, chunk, kernel):
+    """Drawing into out= (a previous stream's arrays, stale values) gives the fresh rows."""
+    lam, w = np.linspace(1.0, 0.3, d), np.linspace(-1.0, 2.0, d)
+    ids = list(range(D))
+    out = tuple(np.full(a.shape, np.nan) for a in GaussianStream(9, ids, lam, w).take(n))
+    for seed in (5, 6):  # the second stream overwrites the first's rows
+        got = GaussianStream(seed, ids, lam, w, chunk_rows=chunk, kernel=kernel).materialise(
+            n, out=out
+        )
+        ref = GaussianStream(seed, ids, lam, w, chunk_rows=chunk, kernel=kernel).materialise(n)
+        for a, b, o in zip(got, ref, out, strict=True):
+            assert a is o
+            np.testing.assert_array_equal(a, b)
+
+
+def test_materialise_rejects_bad_out():
+    lam, w = np.ones(2), np.ones(2)
+    good = (np.empty((1, 4, 2)), np.empty((1, 4)), np.empty((1, 4)))
+    bad = {
+        "X": (np.empty((1, 5, 2)), good[1], good[2]),
+        "base": (good[0], np.empty((1, 4), dtype=np.float32), good[2]),
+        "z": (good[0], good[1], np.empty((1, 8))[:, ::2]),
+    }
+    for name, out in bad.items():
+        with pytest.raises(ValueError, match=f"out's {name} "):
+            GaussianStream(0, [0], lam, w).materialise(4, out=out)
+    with pytest.raises(ValueError, match="out must be a tuple"):
+        GaussianStream(0, [0], lam, w).materialise(4, out=list(good))
+    GaussianStream(0, [0], lam, w).materialise(4, out=good)
+
+
 @pytest.mark.parametrize("correlation", ["sgd", "nu_ftrl"])
 def test_ftrl_stream_noise_compiled_fill_is_numpys_draw(monkeypatch, correlation):
     """DP-FTRL's stream noise: the compiled fill gives numpy's values and generator state."""

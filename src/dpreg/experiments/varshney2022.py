@@ -453,9 +453,10 @@ def _stored_rows(spec, lam, w_star, hp_by_sigma, trial_ids, seed, rng) -> list[d
     if not methods & set(STORED_METHODS):
         return rows
     grid = _grid_setup(spec, lam, hp_by_sigma) if "dp_sgd_tuned" in methods else None
+    rows_out = None  # one (X, base, z) for every trial: drawn into in place (issue 18)
     for trial in trial_ids:
-        X, base, z = GaussianStream(seed, [trial], lam, w_star).materialise(n)  # take(n)'s rows
-        X, base, z = X[0], base[0], z[0]
+        rows_out = GaussianStream(seed, [trial], lam, w_star).materialise(n, out=rows_out)
+        X, base, z = rows_out[0][0], rows_out[1][0], rows_out[2][0]  # take(n)'s rows
         if grid is not None:
             rows += _grid_rows(grid, X, base, z, w_star, lam, trial, seed)
         if "adassp" in methods:  # AdaSSP's clipped design: bound_X does not depend on sigma
