@@ -25,7 +25,9 @@ The batch gradient copies the permuted rows :data:`GATHER_ROWS` at a time into a
 contiguous buffer before its row loop (issue 18; ``gather=True``, the default): the
 copies' loads are independent, so the cache misses of the random rows overlap instead of
 stalling the loop one row at a time; the arithmetic is that of the variant run on the
-buffer, bit for bit (``gather=False`` reads the rows in place).
+buffer, bit for bit (``gather=False`` reads the rows in place). The gradient's two loops
+live once in :mod:`dpreg.estimators._ambssgd_jit`, each run on a list of rows of ``X``
+or of the buffer.
 
 On any other source (e.g. the Varshney studies' :class:`~dpreg.data.streams.GaussianStream`)
 the pass keeps numpy's products and row norms, and :func:`clip_residuals` does the
@@ -47,32 +49,9 @@ VARIANTS: tuple[str, ...] = ("blocked", "rowwise")
 
 
 @cache
-def _kernels() -> tuple[Any, Any]:
-    """Compile (or load from numba's cache) the two kernels."""
+def _kernels() -> Any:
+    """Compile (or load from numba's cache) the residual-magnitude kernel."""
     import numba
-
-    @numba.njit(cache=True, nogil=True)
-    def gradient(X, y, norms, idx, W, zeta, grad, clipped):
-        # idx (D, k) rows of X (n, d), y (n,), norms (n,); W, grad (D, d, R); zeta,
-        # clipped (D, R). grad += sum_i x_i min(1, zeta / (|r_i| ||x_i||)) r_i,
-        # r_i = <x_i, W> - y_i; clipped counts |r_i| ||x_i|| > zeta.
-        D, k = idx.shape
-        d = X.shape[1]
-        R = W.shape[2]
-        for a in range(D):
-            for j in range(k):
-                i = idx[a, j]
-                for r in range(R):
-                    res = 0.0
-                    for c in range(d):
-                        res += X[i, c] * W[a, c, r]
-                    res -= y[i]
-                    g = abs(res) * norms[i]
-                    if g > zeta[a, r]:
-                        clipped[a, r] += 1.0
-                        res = res * (zeta[a, r] / g)
-                    for c in range(d):
-                        grad[a, c, r] += X[i, c] * res
 
     @numba.njit(cache=True, nogil=True)
     def magnitudes(X, y, idx, W, runs, out):
@@ -89,78 +68,13 @@ def _kernels() -> tuple[Any, Any]:
                         res += X[i, c] * W[a, c, r]
                     out[a, m, j] = abs(res - y[i])
 
-    return gradient, magnitudes
+    return magnitudes
 
 
 @cache
-def _blocked_kernels() -> tuple[Any, Any]:
-    """Compile (or load from numba's cache) the two kernels, four rows at a time."""
+def _blocked_kernels() -> Any:
+    """Compile (or load from numba's cache) the magnitudes, four rows at a time."""
     import numba
-
-    @numba.njit(cache=True, nogil=True)
-    def gradient(X, y, norms, idx, W, zeta, grad, clipped):
-        # _kernels' gradient with rows j..j+3 side by side: each residual summed over
-        # c = 0..d-1 as there, clipped as there, and added into grad in the row order.
-        D, k = idx.shape
-        d = X.shape[1]
-        R = W.shape[2]
-        k4 = k - k % 4
-        for a in range(D):
-            for j in range(0, k4, 4):
-                i0 = idx[a, j]
-                i1 = idx[a, j + 1]
-                i2 = idx[a, j + 2]
-                i3 = idx[a, j + 3]
-                for r in range(R):
-                    r0 = 0.0
-                    r1 = 0.0
-                    r2 = 0.0
-                    r3 = 0.0
-                    for c in range(d):
-                        w = W[a, c, r]
-                        r0 += X[i0, c] * w
-                        r1 += X[i1, c] * w
-                        r2 += X[i2, c] * w
-                        r3 += X[i3, c] * w
-                    z = zeta[a, r]
-                    r0 -= y[i0]
-                    g = abs(r0) * norms[i0]
-                    if g > z:
-                        clipped[a, r] += 1.0
-                        r0 = r0 * (z / g)
-                    r1 -= y[i1]
-                    g = abs(r1) * norms[i1]
-                    if g > z:
-                        clipped[a, r] += 1.0
-                        r1 = r1 * (z / g)
-                    r2 -= y[i2]
-                    g = abs(r2) * norms[i2]
-                    if g > z:
-                        clipped[a, r] += 1.0
-                        r2 = r2 * (z / g)
-                    r3 -= y[i3]
-                    g = abs(r3) * norms[i3]
-                    if g > z:
-                        clipped[a, r] += 1.0
-                        r3 = r3 * (z / g)
-                    for c in range(d):
-                        acc = grad[a, c, r] + X[i0, c] * r0
-                        acc = acc + X[i1, c] * r1
-                        acc = acc + X[i2, c] * r2
-                        grad[a, c, r] = acc + X[i3, c] * r3
-            for j in range(k4, k):
-                i = idx[a, j]
-                for r in range(R):
-                    res = 0.0
-                    for c in range(d):
-                        res += X[i, c] * W[a, c, r]
-                    res -= y[i]
-                    g = abs(res) * norms[i]
-                    if g > zeta[a, r]:
-                        clipped[a, r] += 1.0
-                        res = res * (zeta[a, r] / g)
-                    for c in range(d):
-                        grad[a, c, r] += X[i, c] * res
 
     @numba.njit(cache=True, nogil=True)
     def magnitudes(X, y, idx, W, runs, out):
@@ -199,7 +113,7 @@ def _blocked_kernels() -> tuple[Any, Any]:
                         res += X[i, c] * W[a, c, r]
                     out[a, m, j] = abs(res - y[i])
 
-    return gradient, magnitudes
+    return magnitudes
 
 
 #: Rows copied at a time by the gathered gradient (40 KB of rows at d = 20, cache-resident).
@@ -207,122 +121,18 @@ GATHER_ROWS = 256
 
 
 @cache
-def _gathered_kernels() -> tuple[Any, Any]:
-    """Compile (or load) the gradient on rows gathered into a buffer: row-wise, blocked."""
-    import numba
+def _gradient_kernels() -> Any:
+    """Import the compiled batch gradient on first use (it loads numba)."""
+    from dpreg.estimators import _ambssgd_jit
 
-    @numba.njit(cache=True, nogil=True)
-    def gradient_gathered(X, y, norms, idx, W, zeta, grad, clipped, chunk):
-        # gradient's arithmetic, row by row in the same order, on rows first copied
-        # ``chunk`` at a time into a contiguous buffer: the copies' loads do not depend on
-        # one another, so many of the random rows' cache misses are in flight at once
-        # (the row loop waits for one row at a time).
-        D, k = idx.shape
-        d = X.shape[1]
-        R = W.shape[2]
-        buf = np.empty((chunk, d))
-        yb = np.empty(chunk)
-        nb = np.empty(chunk)
-        for a in range(D):
-            for j0 in range(0, k, chunk):
-                m = min(chunk, k - j0)
-                for jj in range(m):
-                    i = idx[a, j0 + jj]
-                    for c in range(d):
-                        buf[jj, c] = X[i, c]
-                    yb[jj] = y[i]
-                    nb[jj] = norms[i]
-                for jj in range(m):
-                    for r in range(R):
-                        res = 0.0
-                        for c in range(d):
-                            res += buf[jj, c] * W[a, c, r]
-                        res -= yb[jj]
-                        g = abs(res) * nb[jj]
-                        if g > zeta[a, r]:
-                            clipped[a, r] += 1.0
-                            res = res * (zeta[a, r] / g)
-                        for c in range(d):
-                            grad[a, c, r] += buf[jj, c] * res
-
-    @numba.njit(cache=True, nogil=True)
-    def gradient_gathered_blocked(X, y, norms, idx, W, zeta, grad, clipped, chunk):
-        # gradient_gathered's buffer, then _blocked_kernels' gradient on the buffer's rows
-        # (four side by side, every sum's terms in the same order): bit for bit both.
-        D, k = idx.shape
-        d = X.shape[1]
-        R = W.shape[2]
-        buf = np.empty((chunk, d))
-        yb = np.empty(chunk)
-        nb = np.empty(chunk)
-        for a in range(D):
-            for j0 in range(0, k, chunk):
-                m = min(chunk, k - j0)
-                for jj in range(m):
-                    i = idx[a, j0 + jj]
-                    for c in range(d):
-                        buf[jj, c] = X[i, c]
-                    yb[jj] = y[i]
-                    nb[jj] = norms[i]
-                m4 = m - m % 4
-                for j in range(0, m4, 4):
-                    for r in range(R):
-                        r0 = 0.0
-                        r1 = 0.0
-                        r2 = 0.0
-                        r3 = 0.0
-                        for c in range(d):
-                            w = W[a, c, r]
-                            r0 += buf[j, c] * w
-                            r1 += buf[j + 1, c] * w
-                            r2 += buf[j + 2, c] * w
-                            r3 += buf[j + 3, c] * w
-                        z = zeta[a, r]
-                        r0 -= yb[j]
-                        g = abs(r0) * nb[j]
-                        if g > z:
-                            clipped[a, r] += 1.0
-                            r0 = r0 * (z / g)
-                        r1 -= yb[j + 1]
-                        g = abs(r1) * nb[j + 1]
-                        if g > z:
-                            clipped[a, r] += 1.0
-                            r1 = r1 * (z / g)
-                        r2 -= yb[j + 2]
-                        g = abs(r2) * nb[j + 2]
-                        if g > z:
-                            clipped[a, r] += 1.0
-                            r2 = r2 * (z / g)
-                        r3 -= yb[j + 3]
-                        g = abs(r3) * nb[j + 3]
-                        if g > z:
-                            clipped[a, r] += 1.0
-                            r3 = r3 * (z / g)
-                        for c in range(d):
-                            acc = grad[a, c, r] + buf[j, c] * r0
-                            acc = acc + buf[j + 1, c] * r1
-                            acc = acc + buf[j + 2, c] * r2
-                            grad[a, c, r] = acc + buf[j + 3, c] * r3
-                for j in range(m4, m):
-                    for r in range(R):
-                        res = 0.0
-                        for c in range(d):
-                            res += buf[j, c] * W[a, c, r]
-                        res -= yb[j]
-                        g = abs(res) * nb[j]
-                        if g > zeta[a, r]:
-                            clipped[a, r] += 1.0
-                            res = res * (zeta[a, r] / g)
-                        for c in range(d):
-                            grad[a, c, r] += buf[j, c] * res
-
-    return gradient_gathered, gradient_gathered_blocked
+    return _ambssgd_jit
 
 
-def _compiled(variant: str) -> tuple[Any, Any]:
+def _check_variant(variant: str) -> bool:
+    """Return whether ``variant`` is the blocked loop (``ValueError`` if unknown)."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
-    return _blocked_kernels() if variant == "blocked" else _kernels()
+    return variant == "blocked"
 
 
 def batch_gradient(
@@ -378,15 +188,15 @@ def batch_gradient(
     D, d, R = W.shape
     grad = np.zeros((D, d, R))
     clipped = np.zeros((D, R))
-    kernel = _compiled(variant)[0]  # checks variant
+    blocked = _check_variant(variant)
     args = (
         X, y, norms, np.ascontiguousarray(idx), np.ascontiguousarray(W),
-        np.ascontiguousarray(zeta, dtype=np.float64), grad, clipped,
+        np.ascontiguousarray(zeta, dtype=np.float64), grad, clipped, blocked,
     )  # fmt: skip
     if gather:
-        _gathered_kernels()[1 if variant == "blocked" else 0](*args, GATHER_ROWS)
+        _gradient_kernels().gathered(*args, GATHER_ROWS)
     else:
-        kernel(*args)
+        _gradient_kernels().gradient(*args)
     return grad, clipped
 
 
@@ -412,7 +222,8 @@ def stat_magnitudes(
     """
     D, k = idx.shape
     out = np.empty((D, runs.size, k))
-    _compiled(variant)[1](
+    magnitudes = _blocked_kernels() if _check_variant(variant) else _kernels()
+    magnitudes(
         X, y, np.ascontiguousarray(idx), np.ascontiguousarray(W),
         np.ascontiguousarray(runs, dtype=np.int64), out,
     )  # fmt: skip
