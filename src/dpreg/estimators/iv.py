@@ -63,7 +63,7 @@ from dpreg._validation import (
     check_trials,
 )
 from dpreg.estimators.iv_batched import FAST_MAX_WIDTH, BatchedIVGradients
-from dpreg.estimators.iv_kernel import CertifiedIVGradients, plain_recursion
+from dpreg.estimators.iv_kernel import CertifiedIVGradients, plain_recursion_trials
 from dpreg.privacy.budgets import ZCDP
 from dpreg.privacy.gaussian import gaussian_zcdp, zcdp_gaussian_sigma
 from dpreg.results import Fit
@@ -308,9 +308,9 @@ def _as_data(value: Any, name: str, base_ndim: int, trials: int) -> tuple[np.nda
     return arr, batched
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)  # not frozen: a frozen __init__ costs 1 us of a 60 us call
 class _Design:
-    """Validated data, in the layout the iteration uses.
+    """Validated data, in the layout the iteration uses (read-only by convention).
 
     Shared data (one data set for all trials): ``Z`` (n, q), ``X`` (n, p), ``y`` (n,),
     ``zn`` (n,); per-sample work arrays are sample-major, (rows, trials[, p]).
@@ -336,7 +336,63 @@ class _Design:
 
 
 def _prepare(Z: Any, X: Any, y: Any, trials: int) -> _Design:
-    """Validate (Z, X, y) and precompute row norms and sufficient statistics."""
+    """Validate (Z, X, y) and precompute the sufficient statistics.
+
+    Shared float64 arrays of valid shapes are validated by their own statistics
+    (:func:`_shared_design_unchecked`); anything else, or any doubt, takes the checks
+    first (:func:`_prepare_checked`, the reference: same statistics, bit for bit).
+    """
+    design = _shared_design_unchecked(Z, X, y)
+    return _prepare_checked(Z, X, y, trials) if design is None else design
+
+
+def _statistics(Z: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(Z'Z, Z'X, Z'y)``, leading trials axes allowed; the one place they are computed."""
+    ZT = np.swapaxes(Z, -1, -2)
+    # Z'Z against a copy of Z: numpy sends ``Z.T @ Z`` to BLAS syrk, about twice as slow
+    # as the gemm of a thin Z (5000 x 5: 28 vs 13 + 4 us); same value to rounding.
+    return ZT @ (Z.copy() if Z.ndim == 2 else Z), ZT @ X, (ZT @ y[..., None])[..., 0]
+
+
+def _shared_design_unchecked(Z: Any, X: Any, y: Any) -> _Design | None:
+    r"""Return the :class:`_Design` of shared data validated by its own statistics, or None.
+
+    For float64 ndarrays ``Z`` (n, q), ``X`` (n, p), ``y`` (n,) with
+    ``n >= q >= p >= 1`` the statistics are computed first (the same calls as
+    :func:`_prepare_checked`, so the same bits). The diagonal of :math:`Z^\top Z` sums
+    non-negative squares, NaN or infinite as soon as one entry of ``Z`` is, so a finite
+    trace proves ``Z`` finite; then every product :math:`z_{im}x_{ij}` and
+    :math:`z_{im}y_i` enters :math:`Z^\top X` and :math:`Z^\top y` (BLAS multiplies
+    zeros too: :math:`0\cdot\infty` is NaN), so finite sums prove ``X`` and ``y`` finite
+    (tested with non-finite values on zero rows of ``Z``) without the three separate
+    passes (about 15 us at n = 5000, p = q = 5; issue 18). ``None`` (other types,
+    shapes or dtypes, a non-finite or overflowing sum): the caller runs the checks, which
+    raise their own errors in their own order.
+    """
+    if type(Z) is not np.ndarray or type(X) is not np.ndarray or type(y) is not np.ndarray:
+        return None
+    if Z.ndim != 2 or X.ndim != 2 or y.ndim != 1:
+        return None
+    if Z.dtype != np.float64 or X.dtype != np.float64 or y.dtype != np.float64:
+        return None
+    n, q = Z.shape
+    p = X.shape[1]
+    if not n >= q >= p >= 1 or X.shape[0] != n or y.shape[0] != n:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):  # the reference warns, if need be
+        ZtZ, ZtX, Zty = _statistics(Z, X, y)
+        add = np.add.reduce
+        if not (
+            math.isfinite(float(add(ZtZ.diagonal())))
+            and math.isfinite(float(add(ZtX, axis=None)))
+            and math.isfinite(float(add(Zty)))
+        ):
+            return None
+    return _Design(Z, X, y, ZtZ, ZtX, Zty, True, n, q, p)
+
+
+def _prepare_checked(Z: Any, X: Any, y: Any, trials: int) -> _Design:
+    """Validate (Z, X, y), then compute the sufficient statistics (the reference)."""
     Z, bz = _as_data(Z, "Z", 2, trials)
     X, bx = _as_data(X, "X", 2, trials)
     y, by = _as_data(y, "y", 1, trials)
@@ -358,21 +414,8 @@ def _prepare(Z: Any, X: Any, y: Any, trials: int) -> _Design:
         Z = np.broadcast_to(Z, (trials, n, q)) if not bz else Z
         X = np.broadcast_to(X, (trials, n, p)) if not bx else X
         y = np.broadcast_to(y, (trials, n)) if not by else y
-    ZT = np.swapaxes(Z, -1, -2)
-    # Z'Z against a copy of Z: numpy sends ``Z.T @ Z`` to BLAS syrk, about twice as slow
-    # as the gemm of a thin Z (5000 x 5: 28 vs 13 + 4 us); same value to rounding.
-    return _Design(
-        Z=Z,
-        X=X,
-        y=y,
-        ZtZ=ZT @ (Z.copy() if Z.ndim == 2 else Z),
-        ZtX=ZT @ X,
-        Zty=(ZT @ y[..., None])[..., 0],
-        shared=shared,
-        n=int(n),
-        q=int(q),
-        p=int(p),
-    )
+    ZtZ, ZtX, Zty = _statistics(Z, X, y)
+    return _Design(Z, X, y, ZtZ, ZtX, Zty, shared, int(n), int(q), int(p))
 
 
 # ----------------------------------------------------------------------------- gradients
@@ -679,21 +722,24 @@ def _plain_run(
     d: _Design, *, trials: int, T: int, step_theta: float, step_beta: float, return_path: bool
 ) -> dict[str, Any]:
     """:func:`_iterate` without clipping or noise on shared data, compiled, for ``trials``."""
-    Theta, beta, theta_path, beta_path = plain_recursion(
+    Theta, beta, theta_path, beta_path, finite = plain_recursion_trials(
         d.ZtZ, d.ZtX, d.Zty, d.n, T=T, step_theta=step_theta, step_beta=step_beta,
-        return_path=return_path,
+        return_path=return_path, trials=trials,
     )  # fmt: skip
-    finite = bool(np.isfinite(beta).all() and np.isfinite(Theta).all())
-    run = {
-        "beta": beta[None],
-        "Theta": Theta[None],
-        "beta_path": None if beta_path is None else beta_path[None],
-        "theta_path": None if theta_path is None else theta_path[None],
-        "clip_fraction_theta": np.zeros((1, T)),
-        "clip_fraction_beta": np.zeros((1, T)),
-        "n_nonfinite": 0 if finite else 1,
+    return {
+        "beta": beta,
+        "Theta": Theta,
+        "beta_path": None if beta_path is None else _repeated(beta_path, trials),
+        "theta_path": None if theta_path is None else _repeated(theta_path, trials),
+        "clip_fraction_theta": np.zeros((trials, T)),
+        "clip_fraction_beta": np.zeros((trials, T)),
+        "n_nonfinite": trials * (not finite),
     }
-    return run if trials == 1 else _repeat_run(run, trials)
+
+
+def _repeated(a: np.ndarray, trials: int) -> np.ndarray:
+    """Return ``a`` along a new leading trials axis (a view for one trial, else copies)."""
+    return a[None] if trials == 1 else np.repeat(a[None], trials, 0)
 
 
 def _gradient_function(d: _Design, clip_theta: float, clip_beta: float, kernel: str):
@@ -762,8 +808,6 @@ def _fit(
     diag: dict[str, Any] = {
         "theta_path": run["theta_path"],
         "theta_final": run["Theta"],
-        "clip_fraction_theta": run["clip_fraction_theta"],
-        "clip_fraction_beta": run["clip_fraction_beta"],
         "n_nonfinite": run["n_nonfinite"],
         "n": d.n,
         "q": d.q,
@@ -771,12 +815,17 @@ def _fit(
         "shared_data": d.shared,
     }
     diag.update(diagnostics)
+    # The clip fractions are non-private: given where Fit would move them (the same dict).
     return Fit(
         theta=run["beta"],
         budget_spent=budget,
         estimator=estimator,
         path=run["beta_path"] if return_path else None,
         diagnostics=diag,
+        nonprivate_diagnostics={
+            "clip_fraction_theta": run["clip_fraction_theta"],
+            "clip_fraction_beta": run["clip_fraction_beta"],
+        },
     )
 
 
@@ -857,22 +906,26 @@ def fit_two_stage_gd(
     d = _prepare(Z, X, y, trials)
     # Deterministic: on shared data every trial is the same run, so it runs once and is
     # repeated along the trials axis (the same arithmetic as each row of a batched run).
-    run = _iterate(
-        d,
-        trials=1 if d.shared else trials,
-        T=T,
-        step_theta=step_theta,
-        step_beta=step_beta,
-        clip_theta=math.inf,
-        clip_beta=math.inf,
-        lambda1=0.0,
-        lambda2=0.0,
-        rng=None,
-        return_path=return_path,
-        kernel=kernel,
-    )
-    if d.shared and trials > 1:
-        run = _repeat_run(run, trials)
+    if d.shared and kernel != "rows":
+        run = _plain_run(d, trials=trials, T=T, step_theta=step_theta, step_beta=step_beta,
+                         return_path=return_path)  # fmt: skip
+    else:
+        run = _iterate(
+            d,
+            trials=1 if d.shared else trials,
+            T=T,
+            step_theta=step_theta,
+            step_beta=step_beta,
+            clip_theta=math.inf,
+            clip_beta=math.inf,
+            lambda1=0.0,
+            lambda2=0.0,
+            rng=None,
+            return_path=return_path,
+            kernel=kernel,
+        )
+        if d.shared and trials > 1:
+            run = _repeat_run(run, trials)
     return _fit(
         "2s_gd",
         d,

@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CertifiedIVGradients", "plain_recursion"]
+__all__ = ["CertifiedIVGradients", "plain_recursion", "plain_recursion_trials"]
 
 _CLIP_SLACK = 1e-9  # relative slack on the threshold and the reference residuals
 _NORM_SLACK = 1e-6  # relative slack on the row norms and the trial's distance
@@ -161,8 +161,12 @@ def _plain_kernel() -> Any:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def recursion(ZtZ, ZtX, Zty, n, T, eta, alpha, Theta, beta, theta_path, beta_path):
-        # Theta (q, p), beta (p,) updated in place; paths (T, q, p), (T, p) or (0, ..).
+    def recursion(ZtZ, ZtX, Zty, n, T, eta, alpha, Thetas, betas, theta_path, beta_path):
+        # Thetas (trials, q, p), betas (trials, p) zero; the run updates row 0 in place and
+        # is copied to the other rows; paths (T, q, p), (T, p) or (0, ..). Returns whether
+        # the final iterate is finite.
+        Theta = Thetas[0]
+        beta = betas[0]
         q, p = ZtX.shape
         G1 = np.empty((q, p))
         S2 = np.empty(q)
@@ -194,6 +198,15 @@ def _plain_kernel() -> Any:
             if theta_path.shape[0] > 0:
                 theta_path[t] = Theta
                 beta_path[t] = beta
+        finite = True
+        for j in range(p):
+            finite = finite and np.isfinite(beta[j])
+            for m in range(q):
+                finite = finite and np.isfinite(Theta[m, j])
+        for r in range(1, Thetas.shape[0]):
+            Thetas[r] = Theta
+            betas[r] = beta
+        return finite
 
     return recursion
 
@@ -230,20 +243,58 @@ def plain_recursion(
     >>> Theta.round(6).tolist(), beta.round(6).tolist()
     ([[1.0, 0.0], [0.0, 1.0]], [1.0, 1.0])
     """
+    Theta, beta, theta_path, beta_path, _ = plain_recursion_trials(
+        ZtZ, ZtX, Zty, n, T=T, step_theta=step_theta, step_beta=step_beta,
+        return_path=return_path, trials=1,
+    )  # fmt: skip
+    return Theta[0], beta[0], theta_path, beta_path
+
+
+def plain_recursion_trials(
+    ZtZ: np.ndarray,
+    ZtX: np.ndarray,
+    Zty: np.ndarray,
+    n: int,
+    *,
+    T: int,
+    step_theta: float,
+    step_beta: float,
+    return_path: bool,
+    trials: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, bool]:
+    """:func:`plain_recursion` with its final iterates repeated along a trials axis.
+
+    One compiled call runs the recursion once, copies it into every trial's row and
+    checks it (the same arithmetic, hence the same bits, as :func:`plain_recursion`).
+
+    Returns
+    -------
+    (Theta (trials, q, p), beta (trials, p), theta_path (T, q, p) or None,
+    beta_path (T, p) or None, whether the final iterate is finite)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Theta, beta, _, _, finite = plain_recursion_trials(
+    ...     np.eye(2), np.eye(2), np.ones(2), 1, T=50, step_theta=1.0, step_beta=0.5,
+    ...     return_path=False, trials=3)
+    >>> beta.round(6).tolist(), finite
+    ([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]], True)
+    """
     q, p = ZtX.shape
-    Theta = np.zeros((q, p))
-    beta = np.zeros(p)
+    Theta = np.zeros((trials, q, p))
+    beta = np.zeros((trials, p))
     length = T if return_path else 0
     theta_path = np.empty((length, q, p))
     beta_path = np.empty((length, p))
-    _plain_kernel()(
+    finite = _plain_kernel()(
         np.ascontiguousarray(ZtZ), np.ascontiguousarray(ZtX), np.ascontiguousarray(Zty),
         float(n), int(T), float(step_theta), float(step_beta), Theta, beta, theta_path,
         beta_path,
     )  # fmt: skip
     if not return_path:
-        return Theta, beta, None, None
-    return Theta, beta, theta_path, beta_path
+        return Theta, beta, None, None, bool(finite)
+    return Theta, beta, theta_path, beta_path, bool(finite)
 
 
 def _solve(A: np.ndarray, B: np.ndarray) -> np.ndarray:
