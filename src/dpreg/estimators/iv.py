@@ -877,7 +877,7 @@ def fit_two_stage_gd(
         ``diagnostics["theta_path"]`` (memory ``trials * T * q * p`` floats).
     kernel : {"auto", "fast", "rows"}, default "auto"
         On shared data ``"fast"`` and ``"auto"`` run the recursion compiled from the
-        sufficient statistics (:func:`dpreg.estimators.iv_kernel.plain_recursion`);
+        sufficient statistics (:func:`dpreg.estimators.iv_kernel.plain_recursion_trials`);
         ``"rows"`` is the reference numpy loop. Equal up to rounding.
 
     Returns
