@@ -27,6 +27,7 @@ from dpreg.data import counter_kernel as ck, _counter_jit as cj
 from dpreg.experiments import choquettechoo2023_iterates as it, _ftrl_iterates_jit as ij
 from dpreg.estimators import _dpgd_recent as dr, _dpgd_recent_jit as dj
 from dpreg.estimators import ambssgd_kernel as mk, _ambssgd_jit as mj
+from dpreg.estimators import _lanes_jit as lj
 
 X = np.random.default_rng(0).standard_normal((20, 300))
 ak.clip_block(X, np.ones((20, 1)), 1.0, np.ones(1), np.zeros(1))
@@ -40,11 +41,16 @@ cert.corrections(np.full(3, 0.1), np.full(3, -np.inf), np.inf, np.zeros(1, dtype
                  np.zeros((1, 3)), compiled=True)
 mk.batch_gradient(np.eye(5), np.ones(5), np.ones(5), np.array([[0, 1, 2, 3, 4]]),
                   np.zeros((1, 5, 1)), np.ones((1, 1)))
+lj.bartlett_lanes(np.eye(3), np.ones(3), np.ones(5), np.ones((5, 3)), np.zeros((5, 3)),
+                  np.empty((5, 3, 3)))
+lj.certified_lanes(np.tile(np.eye(3), (5, 1, 1)), np.zeros(5), np.ones((5, 3)),
+                   np.empty((5, 3)), np.empty(5, np.bool_), np.empty(5, np.bool_), 1024.0)
 out = {}
 for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows),
                 ("uniforms", cj.uniforms), ("sincos_loop", cj.sincos_loop),
                 ("iterate_steps", ij.iterate_steps), ("corrections", dj.corrections),
-                ("ambssgd_gathered", mj.gathered)]:
+                ("ambssgd_gathered", mj.gathered), ("bartlett_lanes", lj.bartlett_lanes),
+                ("certified_lanes", lj.certified_lanes)]:
     out[name] = [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
 print(json.dumps(out))
 """

@@ -189,6 +189,38 @@ def _kernel() -> Any:
     return certified_cholesky_solve
 
 
+def _certified_solve(
+    A: np.ndarray, shift: np.ndarray, b: np.ndarray, *, lanes: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run the compiled certificate and solve on every system: ``theta``, ``certified``.
+
+    ``lanes=True``: four systems side by side in SIMD lanes
+    (:func:`dpreg.estimators._lanes_jit.certified_lanes`); the systems it defers (failed
+    factorisation, comparison bound not decisive) go through the one-trial kernel
+    :func:`_kernel`, which also tries the Frobenius bound. ``lanes=False``: the one-trial
+    kernel for every system (the reference). The same bits for every certified system,
+    the same ``certified`` (``tests/unit/test_lanes.py``); ``theta`` of an uncertified
+    system is not used.
+    """
+    theta = np.empty(b.shape)
+    certified = np.empty(b.shape[0], dtype=np.bool_)
+    if not lanes:
+        _kernel()(A, shift, b, theta, certified, _MARGIN)
+        return theta, certified
+    from dpreg.estimators._lanes_jit import certified_lanes
+
+    deferred = np.empty(b.shape[0], dtype=np.bool_)
+    certified_lanes(A, shift, b, theta, certified, deferred, _MARGIN)
+    if deferred.any():
+        rest = np.flatnonzero(deferred)
+        sub_theta = np.empty((rest.size, b.shape[1]))
+        sub_certified = np.empty(rest.size, dtype=np.bool_)
+        _kernel()(A[rest], shift[rest], b[rest], sub_theta, sub_certified, _MARGIN)
+        theta[rest] = sub_theta
+        certified[rest] = sub_certified
+    return theta, certified
+
+
 def _compiled(method: str, batch: int) -> bool:
     """Whether ``method`` runs the compiled path on ``batch`` systems (never on none)."""
     if batch == 0:
@@ -301,10 +333,8 @@ def solve_symmetric_batch(
         return _reference(_shifted(A, shift), b)
     A = np.asarray(A, dtype=np.float64)  # strided views are read in place (no copy)
     b = np.asarray(b, dtype=np.float64)
-    theta = np.empty(b.shape)
-    certified = np.empty(b.shape[0], dtype=np.bool_)
     diagonal_shift = np.zeros(b.shape[0]) if shift is None else np.ascontiguousarray(shift)
-    _kernel()(A, diagonal_shift, b, theta, certified, _MARGIN)
+    theta, certified = _certified_solve(A, diagonal_shift, b)
     singular = np.zeros(b.shape[0], dtype=bool)
     eig = np.full(b.shape, np.nan)
     rest = ~certified

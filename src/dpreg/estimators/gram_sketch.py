@@ -211,10 +211,12 @@ def sample_sketch_gram(
         (module docstring); they consume the generator differently.
     kernel : {"auto", "numba", "blas", "numpy"}, default "auto"
         How ``"bartlett"`` forms :math:`(L_\eta B)(L_\eta B)^\top` from the same draws:
-        one compiled loop per trial (``"numba"``; no temporaries, the result is exactly
-        symmetric), per trial BLAS's triangular product :math:`C = B^\top L_\eta^\top`
-        (``trmm``) and :math:`C^\top C` (``syrk``, lower half mirrored: exactly
-        symmetric; ``"blas"``) or numpy's batched products (``"numpy"``, the reference);
+        one compiled loop over four trials side by side in SIMD lanes (``"numba"``; no
+        temporaries, the result is exactly symmetric; the bits of the one-trial loop
+        :func:`_bartlett_kernel`, kept as its reference), per trial BLAS's triangular
+        product :math:`C = B^\top L_\eta^\top` (``trmm``) and :math:`C^\top C` (``syrk``,
+        lower half mirrored: exactly symmetric; ``"blas"``) or numpy's batched products
+        (``"numpy"``, the reference);
         ``"auto"``: ``"blas"`` from :data:`BLAS_MIN_DIM` columns on, else compiled from
         :data:`dpreg.estimators._linalg.COMPILED_MIN_BATCH` trials on, else numpy.
         Equal to round-off (``tests/unit/test_gram_sketch.py``).
@@ -255,8 +257,10 @@ def sample_sketch_gram(
         if kernel == "blas" or (kernel == "auto" and p >= BLAS_MIN_DIM):
             return _bartlett_blas(factor, var, diagonal, below)
         if kernel == "numba" or (kernel == "auto" and trials >= COMPILED_MIN_BATCH):
+            from dpreg.estimators._lanes_jit import bartlett_lanes
+
             out = np.empty((trials, p, p))
-            _bartlett_kernel()(factor.eigenvectors, factor.eigenvalues, var, diagonal, below, out)
+            bartlett_lanes(factor.eigenvectors, factor.eigenvalues, var, diagonal, below, out)
             return out
         L = factor.factor(var)  # (trials, p, p)
         B = np.zeros((trials, p, p))
