@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpreg.data.regimes import load_regime_split
 from dpreg.experiments.benchmark import (
@@ -207,22 +209,38 @@ def test_rows_from_columns_equal_the_per_pair_frames(intercept):
         run_benchmark_cell(cell, trials=3, first_trial=0, seed=2, data=train, rows="frames")
 
 
-def test_predict_into_a_buffer_equals_a_fresh_prediction_bit_for_bit():
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 3000),
+    d=st.integers(1, 130),
+    trials=st.integers(1, 101),
+    intercept=st.booleans(),
+    fortran=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_predict_into_a_buffer_equals_a_fresh_prediction_bit_for_bit(
+    rows, d, trials, intercept, fortran, seed
+):
     # The benchmark reuses one prediction buffer per row set (issue 18): Fit.predict(out=)
     # is the same product and the same intercept addition as a fresh array.
     from dpreg.results import Fit
 
-    rng = np.random.default_rng(5)
-    for rows, d, trials in ((2000, 5, 7), (333, 28, 100), (64, 129, 3)):
-        X = np.asfortranarray(rng.standard_normal((rows, d)))
-        theta = rng.standard_normal((trials, d))
-        for intercept in (None, rng.standard_normal(trials)):
-            fit = Fit(theta, None, "toy", intercept=intercept)
-            fresh = theta @ X.T if intercept is None else theta @ X.T + intercept[:, None]
-            out = np.full((trials, rows), np.nan)
-            assert fit.predict(X, out=out) is out
-            np.testing.assert_array_equal(out, fresh)
-            np.testing.assert_array_equal(fit.predict(X), fresh)
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((rows, d))
+    X = np.asfortranarray(X) if fortran else X
+    theta = rng.standard_normal((trials, d))
+    b = rng.standard_normal(trials) if intercept else None
+    fit = Fit(theta, None, "toy", intercept=b)
+    fresh = theta @ X.T if b is None else theta @ X.T + b[:, None]
+    out = np.full((trials, rows), np.nan)
+    assert fit.predict(X, out=out) is out
+    np.testing.assert_array_equal(out, fresh)
+    np.testing.assert_array_equal(fit.predict(X), fresh)
+
+
+def test_predict_refuses_a_bad_buffer():
+    from dpreg.results import Fit
+
     fit = Fit(np.zeros((2, 3)), None, "toy")
     bad_buffers = (
         np.empty((2, 5)),
