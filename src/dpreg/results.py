@@ -112,11 +112,13 @@ class Fit:
         """Number of independent trials."""
         return int(self.theta.shape[0])
 
-    def predict(self, X: Any) -> np.ndarray:
+    def predict(self, X: Any, *, out: np.ndarray | None = None) -> np.ndarray:
         """Return every trial's predictions ``X @ theta + intercept``, shape (trials, m).
 
         Uses only the release (``theta``, ``intercept``) and the rows given, never the
-        training data.
+        training data. ``out``, a C-contiguous float64 array of shape (trials, m),
+        receives the predictions (the same values as a fresh array: the same product
+        and the same addition of the intercept, done in place) and is returned.
 
         Examples
         --------
@@ -124,11 +126,37 @@ class Fit:
         >>> fit = Fit(np.array([[1.0, 2.0]]), None, "toy", intercept=np.array([0.5]))
         >>> fit.predict(np.array([[1.0, 1.0], [0.0, 0.0]]))
         array([[3.5, 0.5]])
+        >>> buf = np.empty((1, 2))
+        >>> fit.predict(np.array([[1.0, 1.0], [0.0, 0.0]]), out=buf) is buf
+        True
         """
         X = check_matrix(X, "X")
         if X.shape[1] != self.theta.shape[1]:
             raise ValueError(f"X has {X.shape[1]} columns but the fit has d={self.theta.shape[1]}")
-        out = self.theta @ X.T
+        if out is None:
+            pred = self.theta @ X.T
+        else:
+            shape = (self.theta.shape[0], X.shape[0])
+            if (
+                not isinstance(out, np.ndarray)
+                or out.shape != shape
+                or out.dtype != np.float64
+                or np.result_type(self.theta, X) != np.float64
+                or not out.flags.c_contiguous
+            ):
+                raise ValueError(
+                    f"out must be a C-contiguous float64 array of shape {shape} (float64"
+                    " theta and X)"
+                )
+            pred = np.matmul(self.theta, X.T, out=out)
         if self.intercept is not None:
-            out = out + np.asarray(self.intercept)[:, None]
-        return out
+            intercept = np.asarray(self.intercept)[:, None]
+            if np.result_type(pred, intercept) == pred.dtype:
+                pred = np.add(pred, intercept, out=pred)
+            elif out is None:
+                pred = pred + intercept
+            else:
+                raise ValueError(
+                    f"out: the intercept's dtype {intercept.dtype} needs a wider array"
+                )
+        return pred

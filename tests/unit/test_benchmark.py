@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpreg.data.regimes import load_regime_split
 from dpreg.experiments.benchmark import (
@@ -180,3 +182,72 @@ def test_mse_in_place_equals_the_fresh_residuals_bit_for_bit():
         resid = y[None, :] - predictions
         expected = np.einsum("ij,ij->i", resid, resid) / y.shape[0]
         np.testing.assert_array_equal(_mse(y, predictions.copy(order="K")), expected)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_rows_from_columns_equal_the_per_pair_frames(intercept):
+    # run_benchmark_cell builds one frame from the cell's columns (issue 18); the
+    # reference builds one frame per (method, epsilon) pair and concatenates them. The
+    # same columns, dtypes and values, with rows not run (dp_ssgd at epsilon 3), a peer,
+    # and with and without held-out rows.
+    train, test = load_regime_split(n=900, d=3, seed=4, sigma=0.3)
+    methods = ["ols", "adassp", "dp_ssgd", "nu_dp_ftrl", "diffprivlib"]
+    if intercept:
+        methods = ["ols", "adassp", "nu_dp_ftrl"]
+    cell = {"dataset": "r4", "epsilon": [0.3, 3.0], "methods": methods, "intercept": intercept}
+    for held_out in (test, None):
+        runs = {
+            build: run_benchmark_cell(
+                cell, trials=3, first_trial=5, seed=2, data=train, test=held_out, rows=build
+            )
+            for build in ("columns", "per_pair")
+        }
+        pd.testing.assert_frame_equal(runs["columns"], runs["per_pair"], check_exact=True)
+        assert runs["columns"].dtypes.equals(runs["per_pair"].dtypes)
+        assert bool((runs["columns"]["status"] == "not_run").any()) == (not intercept)
+    with pytest.raises(ValueError, match="rows"):
+        run_benchmark_cell(cell, trials=3, first_trial=0, seed=2, data=train, rows="frames")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 3000),
+    d=st.integers(1, 130),
+    trials=st.integers(1, 101),
+    intercept=st.booleans(),
+    fortran=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_predict_into_a_buffer_equals_a_fresh_prediction_bit_for_bit(
+    rows, d, trials, intercept, fortran, seed
+):
+    # The benchmark reuses one prediction buffer per row set (issue 18): Fit.predict(out=)
+    # is the same product and the same intercept addition as a fresh array.
+    from dpreg.results import Fit
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((rows, d))
+    X = np.asfortranarray(X) if fortran else X
+    theta = rng.standard_normal((trials, d))
+    b = rng.standard_normal(trials) if intercept else None
+    fit = Fit(theta, None, "toy", intercept=b)
+    fresh = theta @ X.T if b is None else theta @ X.T + b[:, None]
+    out = np.full((trials, rows), np.nan)
+    assert fit.predict(X, out=out) is out
+    np.testing.assert_array_equal(out, fresh)
+    np.testing.assert_array_equal(fit.predict(X), fresh)
+
+
+def test_predict_refuses_a_bad_buffer():
+    from dpreg.results import Fit
+
+    fit = Fit(np.zeros((2, 3)), None, "toy")
+    bad_buffers = (
+        np.empty((2, 5)),
+        np.empty((4, 2)).T,
+        np.empty((2, 4), np.float32),
+        [[0.0] * 4] * 2,
+    )
+    for bad in bad_buffers:
+        with pytest.raises(ValueError, match="out must be"):
+            fit.predict(np.ones((4, 3)), out=bad)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpreg._validation import check_choice
 from dpreg.data.datasets import Dataset
 from dpreg.estimators.intercept import add_intercept_column
 from dpreg.estimators.methods import PublicInputs, fit_method, get_method
@@ -129,6 +130,111 @@ def _ols_mse(
     return train_mse, float(np.mean((test.y - design(test.X) @ theta) ** 2))
 
 
+#: Ways :func:`run_benchmark_cell` builds its rows (the same frame, tested equal):
+#: ``"columns"`` one frame from the cell's columns, ``"per_pair"`` one frame per
+#: (method, epsilon) pair, concatenated (the reference).
+ROW_BUILDS: tuple[str, ...] = ("columns", "per_pair")
+
+
+@dataclass
+class _Pair:
+    """What one (method, epsilon) pair of a cell contributes to the rows."""
+
+    name: str
+    epsilon: float
+    stream: int
+    method: Any
+    reason: str | None
+    hyper: str
+    train_mse: np.ndarray
+    test_mse: np.ndarray
+    budget: dict[str, object]
+    spent: dict[str, float]
+
+
+def _pair_frame(
+    pair: _Pair, P: BenchmarkParams, *, n: int, d: int, trials: int, first_trial: int,
+    seed: int, ols_train: float, ols_test: float,
+) -> pd.DataFrame:  # fmt: skip
+    """Build the rows of one pair as their own frame (the reference row build)."""
+    method = pair.method
+    frame = pd.DataFrame(
+        {
+            "trial": np.arange(first_trial, first_trial + trials, dtype=np.int64),
+            "seed": np.full(trials, seed, dtype=np.uint64),
+            "stream": np.full(trials, pair.stream, dtype=np.int64),
+            "dataset": P.dataset,
+            "method": pair.name,
+            "estimator": method.estimator,
+            "paper": method.paper,
+            "private": method.private,
+            "peer": method.peer,
+            "guarantee": method.guarantee,
+            "intercept": bool(P.intercept),
+            "n": n,
+            "d": d,
+            "train_mse": pair.train_mse,
+            "test_mse": pair.test_mse,
+            "ols_train_mse": ols_train,
+            "ols_test_mse": ols_test,
+            "status": "not_run" if pair.reason else "ok",
+            "reason": pair.reason or "",
+            "hyper": pair.hyper,
+        }
+    )
+    for key, value in pair.budget.items():
+        frame[key] = value
+    for key, value in pair.spent.items():
+        frame[key] = value
+    return frame
+
+
+def _cell_frame(
+    pairs: Sequence[_Pair], P: BenchmarkParams, *, n: int, d: int, trials: int,
+    first_trial: int, seed: int, ols_train: float, ols_test: float,
+) -> pd.DataFrame:  # fmt: skip
+    """Build the rows of every pair as one frame from the cell's columns.
+
+    The frame of :func:`_pair_frame` for each pair, concatenated, with the same
+    columns, dtypes and values (tested equal), without one DataFrame per pair (issue
+    18: a pair's frame and its eight inserted columns cost about 3 ms, 75 pairs a
+    dataset in the ``benchmark`` study).
+    """
+
+    def per_pair(values: Sequence[Any], dtype: Any = None) -> np.ndarray:
+        return np.repeat(np.asarray(values, dtype=dtype), trials)
+
+    methods = [p.method for p in pairs]
+    columns: dict[str, Any] = {
+        "trial": np.tile(np.arange(first_trial, first_trial + trials, dtype=np.int64), len(pairs)),
+        "seed": np.full(trials * len(pairs), seed, dtype=np.uint64),
+        "stream": per_pair([p.stream for p in pairs], np.int64),
+        "dataset": P.dataset,
+        "method": per_pair([p.name for p in pairs], object),
+        "estimator": per_pair([m.estimator for m in methods], object),
+        "paper": per_pair([m.paper for m in methods], object),
+        "private": per_pair([m.private for m in methods], bool),
+        "peer": per_pair([m.peer for m in methods], bool),
+        "guarantee": per_pair([m.guarantee for m in methods], object),
+        "intercept": bool(P.intercept),
+        "n": n,
+        "d": d,
+        "train_mse": np.concatenate([p.train_mse for p in pairs]),
+        "test_mse": np.concatenate([p.test_mse for p in pairs]),
+        "ols_train_mse": ols_train,
+        "ols_test_mse": ols_test,
+        "status": per_pair(["not_run" if p.reason else "ok" for p in pairs], object),
+        "reason": per_pair([p.reason or "" for p in pairs], object),
+        "hyper": per_pair([p.hyper for p in pairs], object),
+    }
+    for part in ("budget", "spent"):
+        for key in getattr(pairs[0], part):
+            values = [getattr(p, part)[key] for p in pairs]
+            kind = float if all(isinstance(v, float) for v in values) else object
+            columns[key] = per_pair(values, kind)
+    return pd.DataFrame(columns)
+
+
 def run_benchmark_cell(
     cell: Mapping[str, Any],
     *,
@@ -137,6 +243,7 @@ def run_benchmark_cell(
     seed: int,
     data: Dataset | None,
     test: Dataset | None = None,
+    rows: str = "columns",
 ) -> pd.DataFrame:
     """Run one seed block of a ``benchmark`` cell: every (method, epsilon) pair.
 
@@ -150,6 +257,8 @@ def run_benchmark_cell(
         The training rows (the only rows any estimator sees).
     test : Dataset, optional
         The held-out rows, transformed as the training rows (scored only).
+    rows : {"columns", "per_pair"}, default "columns"
+        How the rows are built (:data:`ROW_BUILDS`): the same frame either way.
 
     Returns
     -------
@@ -158,9 +267,19 @@ def run_benchmark_cell(
         ``delta``, ``n``, ``d``, ``train_mse``, ``test_mse``, the OLS references,
         ``status`` / ``reason``, ``hyper`` (JSON of the rule's values) and the budget
         columns (target and ``spent_*``, both units).
+
+    Examples
+    --------
+    >>> from dpreg.data.regimes import load_regime_split
+    >>> train, test = load_regime_split(n=400, d=3, seed=0, sigma=0.3)
+    >>> cell = {"dataset": "toy", "epsilon": [1.0], "methods": ["ols", "adassp"]}
+    >>> runs = run_benchmark_cell(cell, trials=2, first_trial=0, seed=1, data=train, test=test)
+    >>> runs[["method", "trial", "status"]].values.tolist()
+    [['ols', 0, 'ok'], ['ols', 1, 'ok'], ['adassp', 0, 'ok'], ['adassp', 1, 'ok']]
     """
     if data is None:
         raise ValueError("a benchmark cell needs a dataset")
+    check_choice(rows, "rows", ROW_BUILDS)
     P = _params(cell)
     n, d = data.X.shape
     delta = 1.0 / float(n) ** 2
@@ -168,9 +287,12 @@ def run_benchmark_cell(
         data, test, intercept=P.intercept, scale=P.intercept_scale, bound_X=P.bound_X
     )
     has_test = test is not None and test.n > 0
-    frames = []
-    pairs = [(m, float(e)) for m in _as_list(P.methods) for e in _as_list(P.epsilon)]
-    for name, epsilon in pairs:
+    # one (trials, m) prediction buffer per row set, reused by every pair (issue 18: a
+    # fresh 45 MB array per call at n = 57,248 was faulted in and zeroed every time)
+    buffers: dict[int, np.ndarray] = {}
+    budgets: dict[float, dict[str, object]] = {}  # public: epsilon and delta only
+    pairs: list[_Pair] = []
+    for name, epsilon in [(m, float(e)) for m in _as_list(P.methods) for e in _as_list(P.epsilon)]:
         stream = stream_key(name, epsilon)
         method = get_method(name)
         public = PublicInputs(
@@ -189,40 +311,42 @@ def run_benchmark_cell(
                     bound_y=P.bound_y, rng=np.random.default_rng([seed, stream]),
                     trials=trials, intercept=P.intercept, intercept_scale=P.intercept_scale,
                 )  # fmt: skip
-            train_mse = _mse(data.y, fit.predict(data.X))
+            train_mse = _mse(data.y, _predict(fit, data.X, buffers, 0))
             if has_test:
-                test_mse = _mse(test.y, fit.predict(test.X))
+                test_mse = _mse(test.y, _predict(fit, test.X, buffers, 1))
             spent = spent_columns(fit.budget_spent, delta=delta)
-        frame = pd.DataFrame(
-            {
-                "trial": np.arange(first_trial, first_trial + trials, dtype=np.int64),
-                "seed": np.full(trials, seed, dtype=np.uint64),
-                "stream": np.full(trials, stream, dtype=np.int64),
-                "dataset": P.dataset,
-                "method": name,
-                "estimator": method.estimator,
-                "paper": method.paper,
-                "private": method.private,
-                "peer": method.peer,
-                "guarantee": method.guarantee,
-                "intercept": bool(P.intercept),
-                "n": n,
-                "d": d,
-                "train_mse": train_mse,
-                "test_mse": test_mse,
-                "ols_train_mse": ols_train,
-                "ols_test_mse": ols_test,
-                "status": "not_run" if reason else "ok",
-                "reason": reason or "",
-                "hyper": json.dumps(hyper, sort_keys=True, default=str),
-            }
+        if epsilon not in budgets:
+            budgets[epsilon] = budget_columns(epsilon=epsilon, delta=delta, conversion="tight")
+        pairs.append(
+            _Pair(
+                name=name,
+                epsilon=epsilon,
+                stream=stream,
+                method=method,
+                reason=reason,
+                hyper=json.dumps(hyper, sort_keys=True, default=str),
+                train_mse=train_mse,
+                test_mse=test_mse,
+                budget=budgets[epsilon],
+                spent=spent,
+            )
         )
-        for key, value in budget_columns(epsilon=epsilon, delta=delta, conversion="tight").items():
-            frame[key] = value
-        for key, value in spent.items():
-            frame[key] = value
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    common = dict(
+        n=n, d=d, trials=trials, first_trial=first_trial, seed=seed, ols_train=ols_train,
+        ols_test=ols_test,
+    )  # fmt: skip
+    if rows == "columns":
+        return _cell_frame(pairs, P, **common)
+    return pd.concat([_pair_frame(p, P, **common) for p in pairs], ignore_index=True)
+
+
+def _predict(fit: Any, X: np.ndarray, buffers: dict[int, np.ndarray], slot: int) -> np.ndarray:
+    """``fit.predict(X)`` written into the cell's buffer ``slot`` (the same values)."""
+    shape = (fit.theta.shape[0], X.shape[0])
+    buf = buffers.get(slot)
+    if buf is None or buf.shape != shape:
+        buf = buffers[slot] = np.empty(shape)
+    return fit.predict(X, out=buf)
 
 
 # ----------------------------------------------------------------------------- summary
