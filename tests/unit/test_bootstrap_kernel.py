@@ -420,3 +420,29 @@ def test_bootstrap_has_the_reference_law(estimator, target, solved_here, monkeyp
     est_f, est_r = fast.estimates.reshape(-1, d), ref.estimates.reshape(-1, d)
     ks = [_ks(est_f[:, j], est_r[:, j]) for j in range(d)]
     assert max(ks) < 1.95, ks
+
+
+@pytest.mark.parametrize("estimator", ["linear_mixing", "sheffet_sketch"])
+@pytest.mark.parametrize(("d", "trials", "replicates"), [(3, 4, 200), (6, 1, 30), (1, 2, 10)])
+def test_population_target_factors_the_plug_in_once_with_the_same_bits(
+    estimator, d, trials, replicates, monkeypatch
+):
+    """The plug-in Gram factored once per trial: the intervals of one solve per replicate.
+
+    The reference solves ``G_xx`` against each replicate's ``u`` as its own system
+    (the repeated matrices through ``solve_symmetric_batch``); the same draws and bits.
+    Sizes on both sides of ``COMPILED_MIN_BATCH`` (the compiled and the numpy path).
+    """
+    fit, public = _fit_and_public(estimator, 3000, d, trials)
+    fast = _run(fit, public, "fast", monkeypatch, 11, replicates, "population")
+
+    def repeated(A, b, method="auto"):
+        m, R, k = b.shape
+        A = np.broadcast_to(A[:, None], (m, R, k, k)).reshape(-1, k, k)
+        theta = boot.solve_symmetric_batch(A, b.reshape(-1, k), method=method)[0]
+        return theta.reshape(m, R, k), None, None
+
+    monkeypatch.setattr(boot, "solve_symmetric_shared", repeated)
+    ref = _run(fit, public, "fast", monkeypatch, 11, replicates, "population")
+    assert np.array_equal(fast.estimates, ref.estimates)
+    assert np.array_equal(fast.lower, ref.lower) and np.array_equal(fast.upper, ref.upper)

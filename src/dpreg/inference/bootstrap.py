@@ -55,7 +55,11 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import check_choice, check_probability, check_rng
-from dpreg.estimators._linalg import COMPILED_MIN_BATCH, solve_symmetric_batch
+from dpreg.estimators._linalg import (
+    COMPILED_MIN_BATCH,
+    solve_symmetric_batch,
+    solve_symmetric_shared,
+)
 from dpreg.estimators._stacked import eigh_stacked
 from dpreg.estimators.methods import PublicInputs
 from dpreg.inference.bootstrap_kernel import (
@@ -641,7 +645,10 @@ def _sketch(
         extra["residual_variance"] = sigma2 * scale**2
         u = np.sqrt(sigma2)[:, None, None] * _sqrt_psd_apply(w, V, rng.standard_normal((t, B, d)))
         gxy = gt[:, None, :] + u
-        theta_ols = theta[:, None, :] + _solve(np.broadcast_to(Gxx[:, None], (t, B, d, d)), u)
+        if _PATH == "fast":  # Gxx factored once per trial, not per replicate: same bits
+            theta_ols = theta[:, None, :] + solve_symmetric_shared(Gxx, u)[0]
+        else:
+            theta_ols = theta[:, None, :] + _solve(np.broadcast_to(Gxx[:, None], (t, B, d, d)), u)
         rss_b = sigma2[:, None] * rng.chisquare(public.n - d, size=(t, B))
         gyy = np.einsum("tbi,tbi->tb", gxy, theta_ols) + rss_b
     else:
