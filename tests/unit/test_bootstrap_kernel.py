@@ -28,6 +28,7 @@ from dpreg.inference.bootstrap_kernel import (
     ihm_solutions,
     ihm_steps,
     ihm_steps_reference,
+    interval_quantiles,
     sketch_solutions,
 )
 from dpreg.privacy.budgets import ApproxDP
@@ -446,3 +447,46 @@ def test_population_target_factors_the_plug_in_once_with_the_same_bits(
     ref = _run(fit, public, "fast", monkeypatch, 11, replicates, "population")
     assert np.array_equal(fast.estimates, ref.estimates)
     assert np.array_equal(fast.lower, ref.lower) and np.array_equal(fast.upper, ref.upper)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    t=st.integers(1, 3),
+    nb=st.integers(10, 600),
+    d=st.integers(1, 4),
+    alpha=st.floats(0.001, 0.999),
+    data=st.sampled_from(["normal", "ties", "zeros", "nan", "constant"]),
+)
+def test_interval_quantiles_are_numpys_bit_for_bit(seed, t, nb, d, alpha, data):
+    """Order statistics by selection, numpy's interpolation: np.quantile's bits."""
+    rng = np.random.default_rng(seed)
+    est = rng.normal(size=(t, nb, d))
+    if data == "ties":
+        est = np.round(est, 1)
+    elif data == "zeros":
+        est[rng.random(est.shape) < 0.3] = 0.0
+        est[rng.random(est.shape) < 0.3] = -0.0
+    elif data == "nan":
+        est[0, rng.integers(nb), 0] = np.nan
+    elif data == "constant":
+        est[:] = 2.5
+    got = interval_quantiles(est, alpha / 2.0, 1.0 - alpha / 2.0)
+    want = np.quantile(est, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_interval_quantiles_refuse_bad_arguments():
+    with pytest.raises(ValueError, match="est must"):
+        interval_quantiles(np.zeros((3, 4)), 0.1, 0.9)
+    with pytest.raises(ValueError, match="lower < upper"):
+        interval_quantiles(np.zeros((1, 20, 2)), 0.9, 0.1)
+
+
+@pytest.mark.parametrize(("nb", "alpha"), [(11, 0.5), (501, 0.05), (21, 0.1), (500, 0.05)])
+def test_interval_quantiles_at_half_weights(nb, alpha):
+    """Weights of exactly 0.5 (B = 501, alpha = 0.05: index 12.5) take numpy's other branch."""
+    est = np.random.default_rng(nb).normal(size=(2, nb, 3))
+    got = interval_quantiles(est, alpha / 2.0, 1.0 - alpha / 2.0)
+    np.testing.assert_array_equal(got, np.quantile(est, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1))
