@@ -490,3 +490,43 @@ def test_interval_quantiles_at_half_weights(nb, alpha):
     est = np.random.default_rng(nb).normal(size=(2, nb, 3))
     got = interval_quantiles(est, alpha / 2.0, 1.0 - alpha / 2.0)
     np.testing.assert_array_equal(got, np.quantile(est, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1))
+
+
+@pytest.mark.parametrize("estimator", ["linear_mixing", "sheffet_sketch"])
+def test_sketch_plug_in_reused_across_targets_keeps_the_bits(estimator, monkeypatch):
+    """Both targets, twice, with the plug-in memo and with it recomputed: the same bits.
+
+    The second call of each pair reuses the first's plug-in arrays; an in-place change of
+    them by the first bootstrap would show as a difference.
+    """
+    fit, public = _fit_and_public(estimator, 3000, 4, 3)
+    boot._PLUG_IN_MEMO.clear()
+    order = ["empirical", "population", "population", "empirical"]
+    got = [_run(fit, public, "fast", monkeypatch, 20 + i, 100, tg) for i, tg in enumerate(order)]
+    monkeypatch.setattr(boot, "_sketch_plug_in_memo", boot._sketch_plug_in)
+    want = [_run(fit, public, "fast", monkeypatch, 20 + i, 100, tg) for i, tg in enumerate(order)]
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g.estimates, w.estimates)
+        assert np.array_equal(g.lower, w.lower) and np.array_equal(g.upper, w.upper)
+        for key in w.metadata:
+            if isinstance(w.metadata[key], np.ndarray):
+                assert np.array_equal(g.metadata[key], w.metadata[key])
+
+
+def test_sketch_plug_in_memo_keys_on_its_inputs():
+    """A different release (or sketch size) is not served the previous plug-in."""
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(2, 40, 4))
+    M = np.swapaxes(A, 1, 2) @ A
+    theta, eta2 = rng.normal(size=(2, 3)), np.array([0.1, 0.2])
+    first = boot._sketch_plug_in_memo(M, theta, eta2, 40)
+    for args in [(M * 1.5, theta, eta2, 40), (M, theta + 1, eta2, 40), (M, theta, eta2 * 2, 40),
+                 (M, theta, eta2, 41)]:  # fmt: skip
+        boot._sketch_plug_in_memo(M, theta, eta2, 40)  # the memo holds this call
+        got = boot._sketch_plug_in_memo(*args)
+        want = boot._sketch_plug_in(*args)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+    again = boot._sketch_plug_in_memo(M, theta, eta2, 40)
+    for g, w in zip(again, first, strict=True):
+        np.testing.assert_array_equal(g, w)
