@@ -28,6 +28,7 @@ from dpreg.inference.bootstrap_kernel import (
     ihm_solutions,
     ihm_steps,
     ihm_steps_reference,
+    interval_quantiles,
     sketch_solutions,
 )
 from dpreg.privacy.budgets import ApproxDP
@@ -420,3 +421,112 @@ def test_bootstrap_has_the_reference_law(estimator, target, solved_here, monkeyp
     est_f, est_r = fast.estimates.reshape(-1, d), ref.estimates.reshape(-1, d)
     ks = [_ks(est_f[:, j], est_r[:, j]) for j in range(d)]
     assert max(ks) < 1.95, ks
+
+
+@pytest.mark.parametrize("estimator", ["linear_mixing", "sheffet_sketch"])
+@pytest.mark.parametrize(("d", "trials", "replicates"), [(3, 4, 200), (6, 1, 30), (1, 2, 10)])
+def test_population_target_factors_the_plug_in_once_with_the_same_bits(
+    estimator, d, trials, replicates, monkeypatch
+):
+    """The plug-in Gram factored once per trial: the intervals of one solve per replicate.
+
+    The reference solves ``G_xx`` against each replicate's ``u`` as its own system
+    (the repeated matrices through ``solve_symmetric_batch``); the same draws and bits.
+    Sizes on both sides of ``COMPILED_MIN_BATCH`` (the compiled and the numpy path).
+    """
+    fit, public = _fit_and_public(estimator, 3000, d, trials)
+    fast = _run(fit, public, "fast", monkeypatch, 11, replicates, "population")
+
+    def repeated(A, b, method="auto"):
+        m, R, k = b.shape
+        A = np.broadcast_to(A[:, None], (m, R, k, k)).reshape(-1, k, k)
+        theta = boot.solve_symmetric_batch(A, b.reshape(-1, k), method=method)[0]
+        return theta.reshape(m, R, k), None, None
+
+    monkeypatch.setattr(boot, "solve_symmetric_shared", repeated)
+    ref = _run(fit, public, "fast", monkeypatch, 11, replicates, "population")
+    assert np.array_equal(fast.estimates, ref.estimates)
+    assert np.array_equal(fast.lower, ref.lower) and np.array_equal(fast.upper, ref.upper)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    t=st.integers(1, 3),
+    nb=st.integers(10, 600),
+    d=st.integers(1, 4),
+    alpha=st.floats(0.001, 0.999),
+    data=st.sampled_from(["normal", "ties", "zeros", "nan", "constant"]),
+)
+def test_interval_quantiles_are_numpys_bit_for_bit(seed, t, nb, d, alpha, data):
+    """Order statistics by selection, numpy's interpolation: np.quantile's bits."""
+    rng = np.random.default_rng(seed)
+    est = rng.normal(size=(t, nb, d))
+    if data == "ties":
+        est = np.round(est, 1)
+    elif data == "zeros":
+        est[rng.random(est.shape) < 0.3] = 0.0
+        est[rng.random(est.shape) < 0.3] = -0.0
+    elif data == "nan":
+        est[0, rng.integers(nb), 0] = np.nan
+    elif data == "constant":
+        est[:] = 2.5
+    got = interval_quantiles(est, alpha / 2.0, 1.0 - alpha / 2.0)
+    want = np.quantile(est, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_interval_quantiles_refuse_bad_arguments():
+    with pytest.raises(ValueError, match="est must"):
+        interval_quantiles(np.zeros((3, 4)), 0.1, 0.9)
+    with pytest.raises(ValueError, match="lower < upper"):
+        interval_quantiles(np.zeros((1, 20, 2)), 0.9, 0.1)
+
+
+@pytest.mark.parametrize(("nb", "alpha"), [(11, 0.5), (501, 0.05), (21, 0.1), (500, 0.05)])
+def test_interval_quantiles_at_half_weights(nb, alpha):
+    """Weights of exactly 0.5 (B = 501, alpha = 0.05: index 12.5) take numpy's other branch."""
+    est = np.random.default_rng(nb).normal(size=(2, nb, 3))
+    got = interval_quantiles(est, alpha / 2.0, 1.0 - alpha / 2.0)
+    np.testing.assert_array_equal(got, np.quantile(est, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1))
+
+
+@pytest.mark.parametrize("estimator", ["linear_mixing", "sheffet_sketch"])
+def test_sketch_plug_in_reused_across_targets_keeps_the_bits(estimator, monkeypatch):
+    """Both targets, twice, with the plug-in memo and with it recomputed: the same bits.
+
+    The second call of each pair reuses the first's plug-in arrays; an in-place change of
+    them by the first bootstrap would show as a difference.
+    """
+    fit, public = _fit_and_public(estimator, 3000, 4, 3)
+    boot._PLUG_IN_MEMO.clear()
+    order = ["empirical", "population", "population", "empirical"]
+    got = [_run(fit, public, "fast", monkeypatch, 20 + i, 100, tg) for i, tg in enumerate(order)]
+    monkeypatch.setattr(boot, "_sketch_plug_in_memo", boot._sketch_plug_in)
+    want = [_run(fit, public, "fast", monkeypatch, 20 + i, 100, tg) for i, tg in enumerate(order)]
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g.estimates, w.estimates)
+        assert np.array_equal(g.lower, w.lower) and np.array_equal(g.upper, w.upper)
+        for key in w.metadata:
+            if isinstance(w.metadata[key], np.ndarray):
+                assert np.array_equal(g.metadata[key], w.metadata[key])
+
+
+def test_sketch_plug_in_memo_keys_on_its_inputs():
+    """A different release (or sketch size) is not served the previous plug-in."""
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(2, 40, 4))
+    M = np.swapaxes(A, 1, 2) @ A
+    theta, eta2 = rng.normal(size=(2, 3)), np.array([0.1, 0.2])
+    first = boot._sketch_plug_in_memo(M, theta, eta2, 40)
+    for args in [(M * 1.5, theta, eta2, 40), (M, theta + 1, eta2, 40), (M, theta, eta2 * 2, 40),
+                 (M, theta, eta2, 41)]:  # fmt: skip
+        boot._sketch_plug_in_memo(M, theta, eta2, 40)  # the memo holds this call
+        got = boot._sketch_plug_in_memo(*args)
+        want = boot._sketch_plug_in(*args)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+    again = boot._sketch_plug_in_memo(M, theta, eta2, 40)
+    for g, w in zip(again, first, strict=True):
+        np.testing.assert_array_equal(g, w)

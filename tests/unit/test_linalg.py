@@ -11,6 +11,7 @@ from dpreg.estimators import adassp, ihm, sketch
 from dpreg.estimators._linalg import (
     COMPILED_MIN_BATCH,
     solve_symmetric_batch,
+    solve_symmetric_shared,
     symmetric_from_upper,
 )
 from dpreg.privacy.budgets import ApproxDP
@@ -258,9 +259,61 @@ def test_interleaved_cholesky_has_the_bits_of_the_row_by_row_loop(d):
     shift = rng.uniform(0.0, 2.0, size=m)
     out = []
     for interleave in (True, False):
-        theta, certified = np.full((m, d), np.nan), np.zeros(m, dtype=bool)
-        _kernel()(A, shift, b, theta, certified, 1024.0, interleave)
+        theta, certified = np.full((m, 1, d), np.nan), np.zeros((m, 1), dtype=bool)
+        _kernel()(A, shift, b[:, None], theta, certified, 1024.0, interleave)
         out.append((theta, certified))
     assert out[0][1].any()
     np.testing.assert_array_equal(out[0][1], out[1][1])
     np.testing.assert_array_equal(out[0][0][out[0][1]], out[1][0][out[1][1]])
+
+
+def _shared_batch(seed: int, m: int, R: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Systems of every kind the rule meets: regular, indefinite, singular, overflowing."""
+    rng = np.random.default_rng(seed)
+    F = rng.normal(size=(m, d, d + 2))
+    A = F @ np.swapaxes(F, 1, 2)
+    kind = rng.integers(0, 5, size=m)
+    A[kind == 1] -= 3.0 * d * np.eye(d)  # indefinite: the factor fails
+    low = F[kind == 2, :, : d - 1]  # rank d - 1: singular, pseudo-inverse
+    A[kind == 2] = low @ np.swapaxes(low, 1, 2)
+    A[kind == 3] *= 1e300  # overflowing substitutions for some right-hand sides
+    b = rng.normal(size=(m, R, d))
+    b[kind == 3] *= 1e300
+    return A, b
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    m=st.integers(1, 6),
+    R=st.integers(1, 40),
+    d=st.integers(1, 12),
+    method=st.sampled_from(["auto", "fast", "reference"]),
+)
+def test_shared_matrix_solve_has_the_bits_of_the_repeated_systems(seed, m, R, d, method):
+    """One factor per matrix: bit for bit the per-system solve of the repeated matrices."""
+    A, b = _shared_batch(seed, m, R, d)
+    with np.errstate(all="ignore"):
+        got = solve_symmetric_shared(A, b, method=method)
+        repeated = np.broadcast_to(A[:, None], (m, R, d, d)).reshape(-1, d, d)
+        want = solve_symmetric_batch(repeated, b.reshape(-1, d), method=method)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.reshape(w.shape), w)
+
+
+def test_shared_matrix_solve_at_the_bootstrap_size_uses_the_certificate():
+    """m R >= COMPILED_MIN_BATCH under "auto": certified, so no eigenvalues computed."""
+    A, b = _shared_batch(3, 2, 500, 10)
+    A[:] = np.eye(10) + 0.1  # well conditioned
+    theta, singular, eig = solve_symmetric_shared(A, b)
+    assert not singular.any() and np.isnan(eig).all()
+    np.testing.assert_allclose(theta[1, 7], np.linalg.solve(A[1], b[1, 7]), rtol=1e-12)
+
+
+def test_shared_matrix_solve_refuses_bad_shapes_and_methods():
+    with pytest.raises(ValueError, match="method"):
+        solve_symmetric_shared(np.eye(2)[None], np.ones((1, 3, 2)), method="lu")
+    with pytest.raises(ValueError, match="b shape"):
+        solve_symmetric_shared(np.eye(2)[None], np.ones((1, 2)))
+    with pytest.raises(ValueError, match="b shape"):
+        solve_symmetric_shared(np.eye(2)[None], np.ones((1, 3, 3)))

@@ -56,7 +56,13 @@ import numpy as np
 
 from dpreg.estimators._stacked import distinct_matrices, eigvalsh_stacked
 
-__all__ = ["COMPILED_MIN_BATCH", "SOLVE_METHODS", "solve_symmetric_batch", "symmetric_from_upper"]
+__all__ = [
+    "COMPILED_MIN_BATCH",
+    "SOLVE_METHODS",
+    "solve_symmetric_batch",
+    "solve_symmetric_shared",
+    "symmetric_from_upper",
+]
 
 SOLVE_METHODS = ("auto", "fast", "reference")
 
@@ -79,17 +85,20 @@ def _kernel() -> Any:
     @numba.njit(cache=True, nogil=True)
     def certified_cholesky_solve(A, shift, b, theta, certified, margin, interleave=True):
         # A (m, d, d) symmetric (lower triangle read), shift (m,) added to the diagonal,
-        # b (m, d); writes theta (m, d) and certified (m,) (True: the rule's regular branch
-        # is proven and theta solves A + shift I). interleave=False: the factor one row at
-        # a time (the reference of the interleaved loop: the same bits, tested).
-        m, d = b.shape
+        # b (m, R, d): R right-hand sides per system (R = 1: one system per right-hand
+        # side; R > 1: a system shared by R of them, factored and certified once); writes
+        # theta (m, R, d) and certified (m, R) (True: the rule's regular branch is proven
+        # and theta solves A + shift I). interleave=False: the factor one row at a time
+        # (the reference of the interleaved loop: the same bits, tested).
+        m, R, d = b.shape
         u = np.finfo(np.float64).eps / 2.0
         L = np.zeros((d, d))
         W = np.zeros((d, d))
         z = np.zeros(d)
         v = np.zeros(d)
         for t in range(m):
-            certified[t] = False
+            for r in range(R):
+                certified[t, r] = False
             ok = True
             trace = 0.0
             for j in range(d):
@@ -170,21 +179,22 @@ def _kernel() -> Any:
                         fro2 += W[i, j] * W[i, j]
                 if not 0.5 / fro2 - rounding > threshold:
                     continue
-            # forward then back substitution: theta = L^{-T} L^{-1} b
-            finite = True
-            for i in range(d):
-                s = b[t, i]
-                for k in range(i):
-                    s -= L[i, k] * z[k]
-                z[i] = s / L[i, i]
-            for i in range(d - 1, -1, -1):
-                s = z[i]
-                for k in range(i + 1, d):
-                    s -= L[k, i] * theta[t, k]
-                theta[t, i] = s / L[i, i]
-                if not np.isfinite(theta[t, i]):
-                    finite = False
-            certified[t] = finite
+            # forward then back substitution: theta = L^{-T} L^{-1} b, per right-hand side
+            for r in range(R):
+                finite = True
+                for i in range(d):
+                    s = b[t, r, i]
+                    for k in range(i):
+                        s -= L[i, k] * z[k]
+                    z[i] = s / L[i, i]
+                for i in range(d - 1, -1, -1):
+                    s = z[i]
+                    for k in range(i + 1, d):
+                        s -= L[k, i] * theta[t, r, k]
+                    theta[t, r, i] = s / L[i, i]
+                    if not np.isfinite(theta[t, r, i]):
+                        finite = False
+                certified[t, r] = finite
 
     return certified_cholesky_solve
 
@@ -205,7 +215,7 @@ def _certified_solve(
     theta = np.empty(b.shape)
     certified = np.empty(b.shape[0], dtype=np.bool_)
     if not lanes:
-        _kernel()(A, shift, b, theta, certified, _MARGIN)
+        _kernel()(A, shift, b[:, None], theta[:, None], certified[:, None], _MARGIN)
         return theta, certified
     from dpreg.estimators._lanes_jit import certified_lanes
 
@@ -215,7 +225,14 @@ def _certified_solve(
         rest = np.flatnonzero(deferred)
         sub_theta = np.empty((rest.size, b.shape[1]))
         sub_certified = np.empty(rest.size, dtype=np.bool_)
-        _kernel()(A[rest], shift[rest], b[rest], sub_theta, sub_certified, _MARGIN)
+        _kernel()(
+            A[rest],
+            shift[rest],
+            b[rest][:, None],
+            sub_theta[:, None],
+            sub_certified[:, None],
+            _MARGIN,
+        )
         theta[rest] = sub_theta
         certified[rest] = sub_certified
     return theta, certified
@@ -341,6 +358,71 @@ def solve_symmetric_batch(
     if rest.any():
         sub = _shifted(A[rest], None if shift is None else shift[rest])
         theta[rest], singular[rest], eig[rest] = _reference(sub, b[rest])
+    return theta, singular, eig
+
+
+def solve_symmetric_shared(
+    A: np.ndarray, b: np.ndarray, *, method: str = "auto"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`solve_symmetric_batch` of ``A[t]`` against ``R`` right-hand sides each.
+
+    The same results, bit for bit, as :func:`solve_symmetric_batch` of the ``m R``
+    systems ``A[t] theta[t, r] = b[t, r]`` (``A`` repeated ``R`` times, the path chosen
+    by ``method`` for ``m R`` systems): on the compiled path each ``A[t]`` is factored
+    and certified once instead of ``R`` times (the factor and the certificate depend on
+    ``A[t]`` only), then substituted per right-hand side; a right-hand side whose
+    solution is not finite, and every one of a system the certificate does not decide,
+    goes through the reference as it would there. The parametric bootstrap's population
+    target solves one plug-in Gram against every replicate (docs/inference.md).
+
+    Parameters
+    ----------
+    A : ndarray, shape (m, d, d)
+        Symmetric matrices (only their lower triangle enters the eigenvalue test).
+    b : ndarray, shape (m, R, d)
+        ``R`` right-hand sides per matrix.
+    method : {"auto", "fast", "reference"}, default "auto"
+        As in :func:`solve_symmetric_batch`, with ``"auto"`` deciding on ``m R`` systems.
+
+    Returns
+    -------
+    theta : ndarray, shape (m, R, d)
+    singular : ndarray of bool, shape (m, R)
+    eigenvalues : ndarray, shape (m, R, d)
+        As :func:`solve_symmetric_batch` returns them, reshaped.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.stack([2.0 * np.eye(2), np.diag([1.0, 0.0])])
+    >>> b = np.ones((2, 3, 2))
+    >>> theta, singular, _ = solve_symmetric_shared(A, b, method="fast")
+    >>> theta[:, 0], singular
+    (array([[0.5, 0.5],
+           [1. , 0. ]]), array([[False, False, False],
+           [ True,  True,  True]]))
+    """
+    if method not in SOLVE_METHODS:
+        raise ValueError(f"method must be one of {SOLVE_METHODS}; got {method!r}")
+    A = np.asarray(A, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if A.ndim != 3 or b.ndim != 3 or A.shape[0] != b.shape[0] or A.shape[1:] != (b.shape[2],) * 2:
+        raise ValueError(
+            f"A must have shape (m, d, d) and b shape (m, R, d); got {A.shape} and {b.shape}"
+        )
+    m, R, d = b.shape
+    if not _compiled(method, m * R):
+        repeated = np.broadcast_to(A[:, None], (m, R, d, d)).reshape(-1, d, d)
+        theta, singular, eig = _reference(repeated, b.reshape(-1, d))
+        return theta.reshape(m, R, d), singular.reshape(m, R), eig.reshape(m, R, d)
+    theta = np.empty(b.shape)
+    certified = np.empty((m, R), dtype=np.bool_)
+    _kernel()(A, np.zeros(m), b, theta, certified, _MARGIN)
+    singular = np.zeros((m, R), dtype=bool)
+    eig = np.full(b.shape, np.nan)
+    rest = ~certified
+    if rest.any():
+        theta[rest], singular[rest], eig[rest] = _reference(A[np.nonzero(rest)[0]], b[rest])
     return theta, singular, eig
 
 

@@ -40,6 +40,7 @@ from dpreg._validation import (
 from dpreg.data.normal_kernel import standard_normal_fill
 from dpreg.estimators.ambssgd_privacy import LOCAL_MECHANISMS, calibrate_dp_ssgd
 from dpreg.estimators.dp_ssgd_kernel import path_chunk, stream_chunk
+from dpreg.estimators.permutations import uniform_key_permutations
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.results import Fit
 
@@ -490,7 +491,7 @@ def fit_dp_ssgd(
             "in_regime": cal.in_regime,
             "paper_regime_epsilon": cal.paper_regime_epsilon,
         }
-    perm = np.argsort(rng.random((trials, n)), axis=1)
+    perm = uniform_key_permutations(rng, trials, n)  # argsort(rng.random((trials, n)))
     theta, clip_fraction = dp_ssgd_path(
         X, y, perm, eta=eta, clip=clip, noise_multiplier=alpha, rng=rng, kernel=kernel
     )

@@ -165,3 +165,71 @@ def ihm_steps(G, theta, th, eta2, paper, sigma, noise, V, r, q, k, min_ratio, st
                 if not np.isfinite(val):
                     finite = False
             ok[s, b] = good and finite
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _select(a, lo, hi, k):  # pragma: no cover - compiled
+    """Order a[lo:hi + 1] partially: a[k] becomes its (k - lo)-th smallest value."""
+    while lo < hi:
+        mid = (lo + hi) // 2  # median of three as pivot value
+        x, y, z = a[lo], a[mid], a[hi]
+        if x > y:
+            x, y = y, x
+        if y > z:
+            y = z
+            if x > y:
+                y = x
+        pivot = y
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return
+
+
+@numba.njit(cache=True, nogil=True)
+def interval_order_statistics(est, k0, k1, out, buf):  # pragma: no cover - compiled
+    """out[:, t, j] = order statistics k0, k0 + 1, k1, k1 + 1 of est[t, :, j] (0-based).
+
+    Needs 0 <= k0 < k1 < est.shape[1] - 1. Two selections (k1 on the whole column, then
+    k0 + 1 below it) and two scans (the minimum right of k1, the maximum up to k0 + 1).
+    Returns False (out undefined) if a column holds a NaN or a chosen value is zero
+    (+0 and -0 compare equal: which one lands at a rank is the algorithm's choice).
+    """
+    t, nb, d = est.shape
+    for s in range(t):
+        for j in range(d):
+            for b in range(nb):
+                v = est[s, b, j]
+                if v != v:
+                    return False
+                buf[b] = v
+            _select(buf, 0, nb - 1, k1)
+            a1 = buf[k1]
+            b1 = buf[k1 + 1]
+            for b in range(k1 + 2, nb):
+                b1 = min(b1, buf[b])
+            if k0 + 1 < k1:
+                _select(buf, 0, k1 - 1, k0 + 1)
+            b0 = buf[k0 + 1]
+            a0 = buf[0]
+            for b in range(1, k0 + 1):
+                a0 = max(a0, buf[b])
+            if a0 == 0.0 or b0 == 0.0 or a1 == 0.0 or b1 == 0.0:
+                return False
+            out[0, s, j] = a0
+            out[1, s, j] = b0
+            out[2, s, j] = a1
+            out[3, s, j] = b1
+    return True
