@@ -92,3 +92,26 @@ def test_lazy_packages_export_every_public_name(package):
     assert set(package.__all__) <= set(dir(package))
     with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
         package.nothing  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    "kind", ["ftrl_theory_table", "ftrl_linreg_sim", "ftrl_digits", "eps_grid"]
+)
+def test_a_table_kind_loads_no_scipy(kind):
+    # A study_table job imports its kind's module; these kinds summarise and draw without
+    # SciPy (ME's triangular solve imports it when a run job solves; docs/scaling.md).
+    loaded = _loaded(
+        f"import sys; from dpreg.experiments.kinds import get_kind; get_kind({kind!r})\n"
+        "assert 'scipy.linalg' not in sys.modules, 'scipy.linalg'"  # the probe fails
+    )
+    assert loaded["heavy"] == []
+
+
+def test_a_reference_of_a_dataset_without_instruments_loads_no_statsmodels():
+    # results/references/*.json: OLS by numpy, statsmodels' arithmetic (the data jobs).
+    loaded = _loaded(
+        "import numpy as np\n"
+        "from dpreg.estimators.ols import ols_reference\n"
+        "ols_reference(np.eye(4, 2) + 1.0, np.arange(4.0))"
+    )
+    assert "statsmodels" not in loaded["heavy"] and "scipy.stats" not in loaded["heavy"]

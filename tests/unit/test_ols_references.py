@@ -119,6 +119,48 @@ def test_ols_reference_bad_input(X, y, match):
         ols_reference(X, y)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 120),
+    d=st.integers(1, 12),
+    log_scale=st.floats(-6.0, 6.0),
+    duplicated=st.booleans(),
+    fortran=st.booleans(),
+)
+def test_ols_reference_numpy_path_is_bit_identical_to_statsmodels(
+    seed, n, d, log_scale, duplicated, fortran
+):
+    # The workflow's references (results/references/*.json) are written by the numpy
+    # path; statsmodels is the reference path: every field the same bits, also when X is
+    # rank deficient (a duplicated column), badly scaled or in Fortran order.
+    rng = np.random.default_rng(seed)
+    d = min(d, n)
+    X = rng.normal(size=(n, d)) * 10.0 ** (log_scale * rng.uniform(-1, 1, size=d))
+    if duplicated and d > 1:
+        X[:, -1] = 3.0 * X[:, 0]
+    if fortran:
+        X = np.asfortranarray(X)
+    y = X @ rng.normal(size=d) + rng.standard_t(3, size=n)
+    try:
+        expected = ols_reference(X, y, backend="statsmodels")
+    except ValueError as error:  # no residual degrees of freedom: both refuse alike
+        with pytest.raises(ValueError, match="need more rows than the rank"):
+            ols_reference(X, y)
+        assert "need more rows than the rank" in str(error)
+        return
+    got = ols_reference(X, y)
+    for field, value in vars(expected).items():
+        np.testing.assert_array_equal(getattr(got, field), value, strict=True, err_msg=field)
+    assert got.to_dict() == expected.to_dict()
+
+
+def test_ols_reference_backend_is_checked():
+    X, y = _ols_data()
+    with pytest.raises(ValueError, match="backend must be 'numpy' or 'statsmodels'"):
+        ols_reference(X, y, backend="scipy")
+
+
 def test_fit_ols_contract():
     X, y = _ols_data()
     fit = fit_ols(X, y, trials=3)

@@ -132,3 +132,55 @@ def test_alpha_is_family_wise_over_the_study(toy_factory):
     assert len(table) == 3
     assert np.allclose(table["alpha_case"], 0.06 / 5)
     assert (table["alpha"] == 0.06).all()
+
+
+def _summarise_audit_by_group_copies(runs: pd.DataFrame) -> pd.DataFrame:
+    """The summary as it was written first: each group copied whole, sorted by pandas."""
+    from dpreg.audit import judge_scores
+    from dpreg.experiments.privacy_audit import _case_from_rows
+
+    keys = ["estimator", "canary", "claim_unit", "claim_value", "delta"]
+    groups = [g for _, g in runs.groupby(keys)]
+    tests = sum(2 if bool(g["gaussian"].iloc[0]) else 1 for g in groups)
+    rows = []
+    for group in groups:
+        group = group.sort_values(["side", "trial"], kind="stable")
+        first = group.iloc[0]
+        case = _case_from_rows(first)
+        s0 = group.loc[group["side"] == 0, "score"].to_numpy()
+        s1 = group.loc[group["side"] == 1, "score"].to_numpy()
+        alpha_case = float(first["alpha"]) / tests
+        row = judge_scores(case, s0, s1, alpha=alpha_case).as_row()
+        row["claim_unit"] = first["claim_unit"]
+        row["claim_value"] = float(first["claim_value"])
+        row["gaussian"] = bool(first["gaussian"])
+        row["alpha"] = float(first["alpha"])
+        row["alpha_case"] = alpha_case
+        row["description"] = case.description
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    order = ["estimator", "canary", "relation", "claim", "claim_unit", "claim_value", "delta"]
+    return table[order + [c for c in table.columns if c not in order]]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_summary_gathers_each_group_as_copying_the_group_would(toy_factory, seed):
+    # The summary gathers a group's scores by position (no copy of the group's rows);
+    # it must equal copying each group and sorting it by (side, trial), also on shuffled
+    # rows with repeated trial numbers (ties keep frame order) and several estimators.
+    cell = {"estimator": "toy", "epsilon": 1.0, "delta": 1e-5, "alpha": 0.05}
+    runs = pd.concat(
+        [
+            run_chunk("privacy_audit", cell, blocks=_blocks([200, 150])),
+            run_chunk(
+                "privacy_audit", {**cell, "estimator": "toy_disclaimed"}, blocks=_blocks([90])
+            ),
+            run_chunk("privacy_audit", cell, blocks=_blocks([40], seed0=99)),  # trials 0-39 again
+        ],
+        ignore_index=True,
+    )
+    runs = runs.sample(frac=1.0, random_state=seed)
+    expected = _summarise_audit_by_group_copies(runs)
+    got = summarise_audit(runs)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert got.equals(expected)

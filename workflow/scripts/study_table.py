@@ -14,10 +14,15 @@ from dpreg.io import (  # noqa: E402
     write_markdown,
     write_trial_rows,
 )
-from dpreg.plotting.studies import import_seaborn_without_scipy  # noqa: E402
+from dpreg.plotting.studies import (  # noqa: E402
+    defer_pdf_font_subsetting,
+    import_seaborn_without_scipy,
+)
 
 # The figure draws no KDE: seaborn, when the figure imports it, skips scipy.stats (~0.8 s).
 import_seaborn_without_scipy()
+# The PDF embeds Type 3 fonts: fontTools' subsetter (Type 42 only) loads on first use.
+defer_pdf_font_subsetting()
 
 params = snakemake.params.study  # noqa: F821
 # a damaged chunk is named with how to rebuild it, not left to pyarrow's message

@@ -7,10 +7,16 @@ sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 import pandas as pd  # noqa: E402
 
 from dpreg.experiments.studies import draw_study_view_figure  # noqa: E402
-from dpreg.plotting.studies import import_seaborn_without_scipy, save_figure  # noqa: E402
+from dpreg.plotting.studies import (  # noqa: E402
+    defer_pdf_font_subsetting,
+    import_seaborn_without_scipy,
+    save_figure,
+)
 
 # The figure draws no KDE: seaborn, when the figure imports it, skips scipy.stats (~0.8 s).
 import_seaborn_without_scipy()
+# The PDF embeds Type 3 fonts: fontTools' subsetter (Type 42 only) loads on first use.
+defer_pdf_font_subsetting()
 
 params = snakemake.params.study  # noqa: F821
 view = snakemake.wildcards.view  # noqa: F821

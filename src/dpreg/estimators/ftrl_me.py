@@ -65,7 +65,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from dpreg.estimators.ftrl_factorizations import (
     MatrixFactorization,
@@ -433,6 +432,8 @@ def _certified_solution(
     method: str,
 ) -> MESolution:
     """Recompute the objective of ``gram`` and check the certificate (both methods)."""
+    from scipy.linalg import solve_triangular  # lazy: a table job loads no SciPy (docs/scaling.md)
+
     # the returned point's own objective (Cholesky), never trusted from the iteration
     Lg = np.linalg.cholesky(gram)
     # a triangular solve (T^3 flops; numpy's solve would factor Lg again by LU)

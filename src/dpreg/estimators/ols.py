@@ -1,6 +1,7 @@
 """Non-private references: OLS and two-stage least squares (2SLS).
 
-* :func:`ols_reference` -- statsmodels OLS with classical and HC1 standard errors;
+* :func:`ols_reference` -- OLS with classical and HC1 standard errors, as statsmodels fits
+  it (by numpy; statsmodels itself as the reference path);
 * :func:`two_sls_reference` -- statsmodels' ``IV2SLS`` with homoskedastic and HC1
   standard errors and the first-stage coefficients;
 * :func:`two_sls` -- the 2SLS estimator from one QR factorisation;
@@ -92,8 +93,8 @@ class OLSReference:
         return {key: _jsonable(value) for key, value in asdict(self).items()}
 
 
-def ols_reference(X: Any, y: Any) -> OLSReference:
-    r"""Non-private OLS of ``y`` on ``X`` with statsmodels (the reference of every study).
+def ols_reference(X: Any, y: Any, *, backend: str = "numpy") -> OLSReference:
+    r"""Non-private OLS of ``y`` on ``X``, as statsmodels' ``OLS(y, X).fit()`` computes it.
 
     Parameters
     ----------
@@ -103,6 +104,12 @@ def ols_reference(X: Any, y: Any) -> OLSReference:
         solution, as Lev et al.'s experiments use).
     y : array_like, shape (n,)
         Outcome.
+    backend : {"numpy", "statsmodels"}, default "numpy"
+        ``"statsmodels"`` fits with statsmodels' ``OLS`` (the reference path);
+        ``"numpy"`` does the same arithmetic (pseudo-inverse by SVD with statsmodels'
+        cutoff, the same products in the same order) without importing statsmodels,
+        which costs about 0.5 s of CPU per workflow job (docs/scaling.md). The two
+        give the same bits (``tests/unit/test_ols_references.py``).
 
     Returns
     -------
@@ -111,40 +118,104 @@ def ols_reference(X: Any, y: Any) -> OLSReference:
     Raises
     ------
     ValueError
-        On bad shapes, NaN/inf, ``n < d`` or ``n == rank`` (no residual degrees of
-        freedom for the standard errors).
+        On bad shapes, NaN/inf, ``n < d``, ``n == rank`` (no residual degrees of
+        freedom for the standard errors) or an unknown ``backend``.
 
     Notes
     -----
     :math:`\hat\theta = \arg\min_\theta \|y - X\theta\|_2^2` (Lev et al. 2026, §1,
     the :math:`\theta^*` every DP estimator is compared with).
-    """
-    # statsmodels is imported here, not at module level, and only its OLS (the class
-    # statsmodels.api.OLS names): statsmodels.api costs ~0.3 s more per workflow job
-    from statsmodels.regression.linear_model import OLS
-    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.column_stack([np.ones(4), [0.0, 1.0, 2.0, 3.0]])
+    >>> ref = ols_reference(X, np.array([1.0, 3.0, 5.0, 7.5]))
+    >>> ref.params.round(3).tolist(), ref.rank
+    ([0.9, 2.15], 2)
+    """
+    if backend not in ("numpy", "statsmodels"):
+        raise ValueError(f"backend must be 'numpy' or 'statsmodels'; got {backend!r}")
     X, y = check_regression(X, y, require_full_rank=False)
     n, d = X.shape
-    with warnings.catch_warnings():
-        # rank deficiency is allowed and reported in ``rank``; no need to warn
-        warnings.simplefilter("ignore", SingularMatrixWarning)
-        result = OLS(y, X).fit()
-    rank = int(result.model.rank)
+    fit = _ols_statsmodels(X, y) if backend == "statsmodels" else _ols_pinv(X, y)
+    rank = fit["rank"]
     if n <= rank:
         raise ValueError(
             f"need more rows than the rank of X for standard errors: n={n}, rank={rank}"
         )
     return OLSReference(
-        params=np.asarray(result.params, dtype=np.float64),
-        std_errors=np.asarray(result.bse, dtype=np.float64),
-        std_errors_hc1=np.asarray(result.HC1_se, dtype=np.float64),
-        residual_variance=float(result.scale),
-        ssr=float(result.ssr),
+        params=np.asarray(fit["params"], dtype=np.float64),
+        std_errors=np.asarray(fit["bse"], dtype=np.float64),
+        std_errors_hc1=np.asarray(fit["hc1"], dtype=np.float64),
+        residual_variance=float(fit["scale"]),
+        ssr=float(fit["ssr"]),
         n=n,
         d=d,
         rank=rank,
     )
+
+
+def _ols_statsmodels(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    """Fit by statsmodels' ``OLS(y, X).fit()``: the reference path of :func:`ols_reference`."""
+    # statsmodels is imported here, not at module level, and only its OLS (the class
+    # statsmodels.api.OLS names): statsmodels.api costs ~0.3 s more per workflow job
+    from statsmodels.regression.linear_model import OLS
+    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
+    with warnings.catch_warnings():
+        # rank deficiency is allowed and reported in ``rank``; no need to warn
+        warnings.simplefilter("ignore", SingularMatrixWarning)
+        result = OLS(y, X).fit()
+    if int(result.model.rank) >= X.shape[0]:  # no residual degrees of freedom
+        return {"rank": int(result.model.rank)}
+    return {
+        "params": result.params,
+        "bse": result.bse,
+        "hc1": result.HC1_se,
+        "scale": result.scale,
+        "ssr": result.ssr,
+        "rank": int(result.model.rank),
+    }
+
+
+def _ols_pinv(X: np.ndarray, y: np.ndarray) -> dict[str, Any]:
+    r""":func:`_ols_statsmodels` by numpy alone, operation for operation (same bits).
+
+    The pseudo-inverse :math:`X^+` from the thin SVD, singular values at or below
+    ``1e-15`` times the largest set to zero; the rank as ``matrix_rank`` of the diagonal
+    of singular values; :math:`\hat\theta = X^+ y`, residuals :math:`u = y - X\hat\theta`;
+    with ``nobs`` and ``df_resid = nobs - rank`` as floats: ``ssr = <u, u>``, the scale
+    ``ssr / df_resid``, standard errors from the diagonal of :math:`X^+ X^{+\top}` times
+    the scale, HC1 from :math:`X^+ \operatorname{diag}(\text{nobs}/\text{df} \cdot u^2)
+    X^{+\top}`.
+    """
+    u, s, vt = np.linalg.svd(X, False)
+    rank = int(np.linalg.matrix_rank(np.diag(s)))
+    if rank >= X.shape[0]:  # no residual degrees of freedom
+        return {"rank": rank}
+    cutoff = 1e-15 * np.maximum.reduce(s)
+    inv = np.zeros_like(s)
+    kept = s > cutoff
+    inv[kept] = 1.0 / s[kept]
+    pinv = np.dot(np.transpose(vt), np.multiply(inv[:, np.newaxis], np.transpose(u)))
+    params = np.dot(pinv, y)
+    resid = y - np.dot(X, params)
+    nobs = float(X.shape[0])
+    df_resid = nobs - rank
+    ssr = np.dot(resid, resid)
+    scale = ssr / df_resid
+    cov = np.dot(pinv, np.transpose(pinv)) * scale
+    het_scale = nobs / df_resid * (resid**2)
+    cov_hc1 = np.dot(pinv, het_scale[:, None] * pinv.T)
+    return {
+        "params": params,
+        "bse": np.sqrt(np.diag(cov)),
+        "hc1": np.sqrt(np.diag(cov_hc1)),
+        "scale": scale,
+        "ssr": ssr,
+        "rank": rank,
+    }
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,13 @@ def plot_mse_vs_epsilon(table: pd.DataFrame, *, title: str | None = None) -> plt
         ax.set_yscale("log")
         ax.set_xlabel(r"$\varepsilon$")
         ax.set_ylabel("train MSE")
+    # Both axes are logarithmic (no offset text) and every tick is at the bottom, so
+    # matplotlib's automatic title placement, which measures the axes of each facet at
+    # every draw to lift its title clear of decorations above the axes, never moves a
+    # title here. The facet titles are set again at that height (y = 1.0), which skips
+    # the search: the same PNG and PDF bytes, 12-15% less CPU for the largest grids
+    # (docs/scaling.md).
+    grid.set_titles(y=1.0)
     handles, labels = grid.axes.flat[0].get_legend_handles_labels()
     grid.figure.legend(
         handles,

@@ -1,4 +1,4 @@
-"""Deterministic saving of figures (no timestamps, atomic), and a lighter seaborn import."""
+"""Deterministic saving of figures (no timestamps, atomic), and lighter imports for a job."""
 
 from __future__ import annotations
 
@@ -112,4 +112,53 @@ def import_seaborn_without_scipy() -> bool:
     if any(isinstance(finder, _SeabornWithoutScipy) for finder in sys.meta_path):
         return False
     sys.meta_path.insert(0, _SeabornWithoutScipy(SEABORN_OPTIONAL_SCIPY))
+    return True
+
+
+def defer_pdf_font_subsetting() -> bool:
+    """Load ``fontTools.subset`` on its first use, not when the PDF backend is imported.
+
+    matplotlib's PDF backend imports ``fontTools.subset`` at import time (about 0.06 s
+    of CPU with the ``fontTools.varLib`` and table modules it pulls in) but uses it only
+    to subset a TrueType font embedded as Type 42 (``pdf.fonttype: 42``); the default
+    Type 3 embedding, which every figure of the workflow uses, never touches it. This
+    puts a lazy module (``importlib.util.LazyLoader``) in its place: the real module is
+    executed on the first attribute access, so a Type 42 figure works as before, and
+    the PDF bytes are the same either way. For the workflow's figure jobs
+    (``workflow/scripts/study_table.py``, ``study_view_figure.py``), which call it before
+    saving; a library user's process is never changed (docs/scaling.md).
+
+    Returns
+    -------
+    bool
+        Whether the lazy module was installed (not when ``fontTools.subset`` is already
+        imported or fontTools is missing).
+
+    Examples
+    --------
+    >>> import subprocess, sys
+    >>> code = (
+    ...     "import sys; from dpreg.plotting.studies import defer_pdf_font_subsetting;"
+    ...     "deferred = defer_pdf_font_subsetting();"
+    ...     "import matplotlib.backends.backend_pdf;"
+    ...     "print(deferred, 'fontTools.varLib' in sys.modules);"
+    ...     "from fontTools import subset; print(subset.Options().layout_closure)"
+    ... )
+    >>> print(subprocess.run([sys.executable, "-c", code], capture_output=True,
+    ...                      text=True, check=True).stdout.strip())
+    True False
+    True
+    """
+    name = "fontTools.subset"
+    if name in sys.modules:
+        return False
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        return False
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    sys.modules["fontTools"].subset = module  # as the import system binds it
     return True
