@@ -85,7 +85,7 @@ def _kernel() -> Any:
 
 
 def uniform_key_permutations(
-    rng: np.random.Generator, trials: int, n: int, *, method: str = "auto"
+    rng: np.random.Generator, trials: int, n: int, *, method: str = "auto", dtype: Any = np.int64
 ) -> np.ndarray:
     """``numpy.argsort(rng.random((trials, n)), axis=1)``: the same values and rng state.
 
@@ -98,10 +98,13 @@ def uniform_key_permutations(
         ``"reference"``: the numpy expression. ``"fast"``: the keys drawn in chunks and
         bucket-sorted in compiled code (module docstring). ``"auto"``: ``"fast"`` from
         :data:`COMPILED_MIN_KEYS` keys on.
+    dtype : {numpy.int64, numpy.int32}, default numpy.int64
+        Index type of the result (``numpy.int32`` needs ``n <= 2**31 - 1``; half the
+        memory, as DP-AMBSSGD stores its replicate permutations).
 
     Returns
     -------
-    ndarray of int64, shape (trials, n)
+    ndarray of ``dtype``, shape (trials, n)
 
     Examples
     --------
@@ -117,10 +120,15 @@ def uniform_key_permutations(
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer; got {value!r}")
     trials, n = int(trials), int(n)
+    dtype = np.dtype(dtype)
+    if dtype not in (np.dtype(np.int64), np.dtype(np.int32)):
+        raise ValueError(f"dtype must be numpy.int64 or numpy.int32; got {dtype!r}")
+    if dtype == np.int32 and n > np.iinfo(np.int32).max:
+        raise ValueError(f"dtype int32 cannot index n={n} rows; use numpy.int64")
     fast = method == "fast" or (method == "auto" and trials * n >= COMPILED_MIN_KEYS)
     if not fast or trials * n == 0:
-        return np.argsort(rng.random((trials, n)), axis=1)
-    perm = np.empty((trials, n), dtype=np.int64)
+        return np.argsort(rng.random((trials, n)), axis=1).astype(dtype, copy=False)
+    perm = np.empty((trials, n), dtype=dtype)
     chunk = max(1, min(trials, _CHUNK_KEYS // n))
     keys = np.empty((chunk, n))
     ties = np.empty(chunk, dtype=np.bool_)
