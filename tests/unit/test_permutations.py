@@ -74,3 +74,21 @@ def test_bad_arguments_are_refused():
         uniform_key_permutations(rng, 2, 2.5)
     with pytest.raises(TypeError):
         uniform_key_permutations(np.random.RandomState(0), 2, 3)
+
+
+@pytest.mark.parametrize("method", ["fast", "reference"])
+def test_int32_indices_are_the_same_permutations(method):
+    """``dtype=numpy.int32`` (DP-AMBSSGD's stored permutations): same values and state."""
+    rng, ref_rng = np.random.default_rng(9), np.random.default_rng(9)
+    got = uniform_key_permutations(rng, 7, 333, method=method, dtype=np.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.argsort(ref_rng.random((7, 333)), axis=1))
+    assert rng.bit_generator.state == ref_rng.bit_generator.state
+
+
+def test_bad_dtype_is_refused():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="dtype"):
+        uniform_key_permutations(rng, 2, 3, dtype=np.float64)
+    with pytest.raises(ValueError, match="dtype"):
+        uniform_key_permutations(rng, 2, 3, dtype=np.int16)

@@ -46,6 +46,7 @@ import numpy as np
 
 from dpreg.estimators.ambssgd_kernel import batch_gradient, clip_residuals, stat_magnitudes
 from dpreg.estimators.dp_stat import dp_stat_counts, dp_stat_from_counts
+from dpreg.estimators.permutations import uniform_key_permutations
 
 __all__ = [
     "CLIP_RULES",
@@ -278,8 +279,9 @@ class PermutedRows:
     (gathered copies, :meth:`take`); ``"auto"`` (default) is ``"numba"`` when
     ``n_replicates * n >= AUTO_MIN_ROWS``, else ``"numpy"`` (``self.kernel`` holds the
     choice). The permutations are the same (with
-    ``"numba"`` the same keys are drawn and sorted a block of replicates at a time and
-    stored as int32: a fifth of the memory).
+    ``"numba"`` the same keys are drawn in chunks and sorted in compiled code by
+    :func:`dpreg.estimators.permutations.uniform_key_permutations`, and stored as int32:
+    half the memory).
     """
 
     def __init__(
@@ -303,13 +305,9 @@ class PermutedRows:
         self.kernel = kernel
         if shuffle and kernel == "numpy":
             self.perm = np.argsort(rng.random((self.n_replicates, n)), axis=1)
-        elif shuffle:  # the same keys drawn a block of replicates at a time, int32 indices
-            D = self.n_replicates
-            self.perm = np.empty((D, n), dtype=np.int32 if n < 2**31 else np.int64)
-            step = max(1, 2**20 // max(n, 1))  # keys of a block: <= 8 MB
-            for start in range(0, D, step):
-                keys = rng.random((min(step, D - start), n))
-                self.perm[start : start + keys.shape[0]] = np.argsort(keys, axis=1)
+        elif shuffle:  # the same keys drawn in chunks and sorted compiled, int32 indices
+            dtype = np.int32 if n < 2**31 else np.int64
+            self.perm = uniform_key_permutations(rng, self.n_replicates, n, dtype=dtype)
         else:
             self.perm = np.broadcast_to(np.arange(n), (self.n_replicates, n))
         self.pos = 0

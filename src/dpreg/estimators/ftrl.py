@@ -66,6 +66,7 @@ from dpreg.estimators.ftrl_noise import (
 )
 from dpreg.estimators.ftrl_sim_kernel import sim_block
 from dpreg.estimators.normal32_kernel import normal32_fill, normal32_fill_columns
+from dpreg.estimators.permutations import uniform_key_permutations
 from dpreg.privacy.budgets import ZCDP, ApproxDP, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.privacy.correlated import (
@@ -1021,7 +1022,8 @@ def fit_dp_ftrl(
     # one order for every epoch (drawn once): the fixed-epoch schema of the sensitivity
     used = steps_per_epoch * batch_size
     if shuffle:
-        order = np.argsort(rng.random((trials, n)), axis=1)[:, :used]
+        # argsort(rng.random((trials, n))): the same permutations and rng state
+        order = uniform_key_permutations(rng, trials, n)[:, :used]
     else:
         order = np.broadcast_to(np.arange(used), (trials, used))
     order = order.reshape(trials, steps_per_epoch, batch_size)

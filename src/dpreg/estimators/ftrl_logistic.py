@@ -70,6 +70,7 @@ from dpreg.estimators.ftrl import (
 from dpreg.estimators.ftrl_correlations import ToeplitzCorrelation
 from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactorization
 from dpreg.estimators.ftrl_workloads import cooldown_schedule
+from dpreg.estimators.permutations import uniform_key_permutations
 from dpreg.privacy.budgets import ZCDP, ApproxDP
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION
 from dpreg.privacy.correlated import CALIBRATIONS, NEIGHBOURS
@@ -354,7 +355,8 @@ def train_dp_ftrl_logistic(
     if rngs is None:
         if sigma_dp > 0:
             noise = stream_noise(corr, T, trials * columns, rng).reshape(T, trials, d, n_classes)
-        order = np.argsort(rng.random((trials, n)), axis=1)[:, :used]
+        # argsort(rng.random((trials, n))): the same permutations and rng state
+        order = uniform_key_permutations(rng, trials, n)[:, :used]
     else:
         if sigma_dp > 0:
             noise = np.stack([stream_noise(corr, T, columns, r) for r in rngs], axis=1)

@@ -7,13 +7,16 @@ rows of each trial by ``numpy.argsort(rng.random((trials, n)), axis=1)``: keys u
 keys (``rng.random(out=...)`` fills rows in C order, chunk after chunk, with the values of
 one ``rng.random((trials, n))`` call) and sorts each row by a bucket sort, key
 :math:`u` to bucket :math:`\lfloor un\rfloor` (about one key per bucket; buckets in order,
-insertion sort within). The permutation that sorts *distinct* keys is unique, so any
+insertion sort within; each key stored beside its index, one cache line per move). The
+permutation that sorts *distinct* keys is unique, so any
 correct sort returns numpy's; a row with two equal keys (probability about
 :math:`n^2 2^{-54}`, where numpy's unstable sort may order the pair either way) is sorted
 again by ``numpy.argsort`` itself. Tested against numpy, rows with ties included
 (``tests/unit/test_permutations.py``). At n = 1000 and 20,000 trials (the privacy audit's
-DP-SSGD case) it saves about a third of the draw and sort, and the (trials, n) key array
-(docs/scaling.md, issue 18).
+DP-SSGD case) it saves about a third of the draw and sort, and the (trials, n) key array;
+at the benchmark's 100 x 57,248 about a quarter (docs/scaling.md, issue 18). Callers:
+DP-SSGD, DP-FTRL on data (``fit_dp_ftrl``), the logistic DP-FTRL and DP-AMBSSGD's
+replicate permutations (``PermutedRows``, int32 indices).
 """
 
 from __future__ import annotations
@@ -45,9 +48,9 @@ def _kernel() -> Any:
         # keys (m, n), finite; out[i] = the permutation sorting keys[i] ascending (any
         # order among equal keys); ties[i] = whether keys[i] holds two equal keys
         m, n = keys.shape
-        count = np.zeros(n + 1, dtype=np.int64)
-        bucket = np.empty(n, dtype=np.int64)
-        sk = np.empty(n)
+        count = np.zeros(n + 1, dtype=np.int32)  # n < 2**31 (checked by the caller)
+        bucket = np.empty(n, dtype=np.int32)
+        rec = np.empty((n, 2))  # (key, index) side by side: one cache line per record
         for i in range(m):
             row = keys[i]
             o = out[i]
@@ -60,32 +63,35 @@ def _kernel() -> Any:
             for b in range(n):
                 count[b + 1] += count[b]
             for j in range(n):
-                p = count[bucket[j]]
-                count[bucket[j]] = p + 1
-                sk[p] = row[j]
-                o[p] = j
+                b = bucket[j]
+                p = count[b]
+                count[b] = p + 1
+                rec[p, 0] = row[j]
+                rec[p, 1] = j  # exact: j < 2**31
             tie = False
             for a in range(1, n):  # insertion sort: keys of lower buckets are smaller
-                kj = sk[a]
-                if sk[a - 1] < kj:
+                kj = rec[a, 0]
+                if rec[a - 1, 0] < kj:
                     continue
-                j = o[a]
+                j = rec[a, 1]
                 c = a - 1
-                while c >= 0 and sk[c] > kj:
-                    sk[c + 1] = sk[c]
-                    o[c + 1] = o[c]
+                while c >= 0 and rec[c, 0] > kj:
+                    rec[c + 1, 0] = rec[c, 0]
+                    rec[c + 1, 1] = rec[c, 1]
                     c -= 1
-                sk[c + 1] = kj
-                o[c + 1] = j
-                if c >= 0 and sk[c] == kj:
+                rec[c + 1, 0] = kj
+                rec[c + 1, 1] = j
+                if c >= 0 and rec[c, 0] == kj:
                     tie = True
+            for a in range(n):
+                o[a] = int(rec[a, 1])
             ties[i] = tie
 
     return sort_rows
 
 
 def uniform_key_permutations(
-    rng: np.random.Generator, trials: int, n: int, *, method: str = "auto"
+    rng: np.random.Generator, trials: int, n: int, *, method: str = "auto", dtype: Any = np.int64
 ) -> np.ndarray:
     """``numpy.argsort(rng.random((trials, n)), axis=1)``: the same values and rng state.
 
@@ -96,12 +102,15 @@ def uniform_key_permutations(
         Permutations of ``range(n)``, one per trial.
     method : {"auto", "fast", "reference"}, default "auto"
         ``"reference"``: the numpy expression. ``"fast"``: the keys drawn in chunks and
-        bucket-sorted in compiled code (module docstring). ``"auto"``: ``"fast"`` from
-        :data:`COMPILED_MIN_KEYS` keys on.
+        bucket-sorted in compiled code (module docstring; rows of ``n >= 2**31`` keys
+        go to numpy). ``"auto"``: ``"fast"`` from :data:`COMPILED_MIN_KEYS` keys on.
+    dtype : {numpy.int64, numpy.int32}, default numpy.int64
+        Index type of the result (``numpy.int32`` needs ``n <= 2**31 - 1``; half the
+        memory, as DP-AMBSSGD stores its replicate permutations).
 
     Returns
     -------
-    ndarray of int64, shape (trials, n)
+    ndarray of ``dtype``, shape (trials, n)
 
     Examples
     --------
@@ -117,10 +126,16 @@ def uniform_key_permutations(
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
             raise ValueError(f"{name} must be a non-negative integer; got {value!r}")
     trials, n = int(trials), int(n)
+    dtype = np.dtype(dtype)
+    if dtype not in (np.dtype(np.int64), np.dtype(np.int32)):
+        raise ValueError(f"dtype must be numpy.int64 or numpy.int32; got {dtype!r}")
+    if dtype == np.int32 and n > np.iinfo(np.int32).max:
+        raise ValueError(f"dtype int32 cannot index n={n} rows; use numpy.int64")
     fast = method == "fast" or (method == "auto" and trials * n >= COMPILED_MIN_KEYS)
+    fast = fast and n < 2**31  # the kernel's int32 buckets
     if not fast or trials * n == 0:
-        return np.argsort(rng.random((trials, n)), axis=1)
-    perm = np.empty((trials, n), dtype=np.int64)
+        return np.argsort(rng.random((trials, n)), axis=1).astype(dtype, copy=False)
+    perm = np.empty((trials, n), dtype=dtype)
     chunk = max(1, min(trials, _CHUNK_KEYS // n))
     keys = np.empty((chunk, n))
     ties = np.empty(chunk, dtype=np.bool_)
