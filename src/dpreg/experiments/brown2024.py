@@ -306,6 +306,18 @@ def _draw_data(
     return data.X, data.y, dgp.theta
 
 
+def _design_buffer(n: int, p: int, trials: int, design: str) -> np.ndarray | None:
+    """One (n, p) buffer for every trial's isotropic design (``None``: a new array each).
+
+    Each data set's normals overwrite the last one's (used by nothing after its trial), so
+    the pages are faulted in once per job, not per trial (up to 400 MB per data set in
+    Fig. 8b; the same values either way, docs/scaling.md). The anisotropic design is a
+    rotated copy of the normals, a new array anyway: a buffer there only kept the normals
+    alive longer (Fig. 9: no faster, 145 MB more memory), so it has none.
+    """
+    return np.empty((n, p)) if trials > 1 and design == "isotropic" else None
+
+
 def _preload_compiled(draws: int) -> None:
     """Load the compiled normal fill (and numba) up front for a job of many small draws.
 
@@ -404,7 +416,7 @@ def run_error_vs_dim(
     delta = float(P.delta)
     eps = zcdp_to_eps(float(P.rho), delta, method="simple")
     _preload_compiled(trials * n * (p + 1))
-    design_buffer = np.empty((n, p)) if trials > 1 else None  # as run_cost_of_privacy
+    design_buffer = _design_buffer(n, p, trials, P.design)
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
@@ -493,10 +505,7 @@ def run_cost_of_privacy(
     P = _params(BrownCostOfPrivacyParams, cell)
     n, p = int(P.n), int(P.p)
     _preload_compiled(trials * n * (p + 1))
-    # one design buffer for every trial: each data set's normals overwrite the last one's
-    # (used by nothing after its trial), so the pages are faulted in once, not per trial
-    # (up to 400 MB per data set in Fig. 8b; the same values either way)
-    design_buffer = np.empty((n, p)) if trials > 1 else None
+    design_buffer = _design_buffer(n, p, trials, P.design)
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
