@@ -218,3 +218,33 @@ def test_width_theory_claim_flags_a_gap():
     claims = check_claims("brown2024", {"b": pd.DataFrame(rows)})["claims"]
     row = claims[claims["claim"].str.contains("no-clipping expectation")]
     assert row["passed"].tolist() == ["yes"] and row["value"].iloc[0] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("kind", ["brown_cost_of_privacy", "brown_error_vs_dim"])
+@pytest.mark.parametrize("design", ["isotropic", "anisotropic"])
+def test_reused_design_buffer_equals_fresh_arrays(kind, design, monkeypatch):
+    """Figs. 1/2/8/9 draw every trial's design into one buffer: rows equal to fresh arrays.
+
+    The reference path (``_draw_data`` without ``out``: a new array per trial) and the
+    reused buffer must give the same rows bit for bit (``DataFrame.equals``).
+    """
+    import dpreg.experiments.brown2024 as brown
+
+    size = dict(n=300) if kind == "brown_cost_of_privacy" else dict(n_per_p=60)
+    cell = dict(**size, p=4, rho=0.1, T=6, design=design, conversion="tight")
+    run = get_kind(kind).run
+    fast = run(cell, trials=4, first_trial=0, seed=11, data=None)
+    draw = brown._draw_data
+    calls = []
+
+    def fresh(*args, out=None, **kwargs):
+        calls.append(out)
+        return draw(*args, **kwargs)  # the reference: a new array per trial
+
+    monkeypatch.setattr(brown, "_draw_data", fresh)
+    reference = run(cell, trials=4, first_trial=0, seed=11, data=None)
+    assert len(calls) == 4 and all(c is calls[0] for c in calls)
+    assert (calls[0] is not None) == (design == "isotropic")  # anisotropic: a new array
+    assert fast.equals(reference)
+    col = "privacy_error" if kind == "brown_cost_of_privacy" else "err_true"
+    assert reference[col].nunique() >= 4  # four different data sets

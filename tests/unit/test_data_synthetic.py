@@ -242,3 +242,49 @@ def test_brown2024_draw_order_is_pinned(design, p, compiled_from, monkeypatch):
     np.testing.assert_array_equal(data.X, G)
     np.testing.assert_array_equal(data.y, y)
     assert rng.standard_normal() == ref.standard_normal()  # both streams at the same place
+
+
+@pytest.mark.parametrize("compiled_from", [0, 2**62])
+@pytest.mark.parametrize("design", ["isotropic", "anisotropic"])
+@pytest.mark.parametrize("p", [1, 4])
+def test_brown2024_sample_into_a_reused_buffer(design, p, compiled_from, monkeypatch):
+    """``sample(out=buf)``: the same data and generator state as a fresh array, any contents.
+
+    The buffer is reused over data sets (Figs. 2/8: one per trial), so a stale value left
+    in it, or a draw skipped, would show as a difference from the fresh draw.
+    """
+    import dpreg.data.synthetic as synthetic
+
+    monkeypatch.setattr(synthetic, "_COMPILED_MIN_DRAWS", compiled_from)
+    n = 25
+    buf = np.full((n, p), np.nan)
+    for trial in range(3):  # the second and third draws overwrite the first's values
+        rng, ref = np.random.default_rng([7, trial]), np.random.default_rng([7, trial])
+        dgp = BrownDGP.draw(rng=rng, p=p, design=design, noise_mean=0.5)
+        fresh_dgp = BrownDGP.draw(rng=ref, p=p, design=design, noise_mean=0.5)
+        data = dgp.sample(n, rng=rng, out=buf)
+        fresh = fresh_dgp.sample(n, rng=ref)
+        np.testing.assert_array_equal(data.X, fresh.X)
+        np.testing.assert_array_equal(data.y, fresh.y)
+        assert rng.bit_generator.state == ref.bit_generator.state
+        # isotropic: the design is the buffer itself; anisotropic: a rotated copy of it
+        assert (data.X is buf) == (design == "isotropic")
+
+
+@pytest.mark.parametrize(
+    ("out", "match"),
+    [
+        (np.empty((5, 3)), r"out must be a C-contiguous float64 ndarray of shape \(4, 3\)"),
+        (np.empty((4, 3), dtype=np.float32), "out must be a C-contiguous float64"),
+        (np.empty((3, 4)).T, "out must be a C-contiguous float64"),
+        ([[0.0] * 3] * 4, "out must be a C-contiguous float64"),
+    ],
+)
+def test_brown2024_sample_bad_buffer(out, match):
+    dgp = BrownDGP.draw(rng=np.random.default_rng(0), p=3)
+    with pytest.raises(ValueError, match=match):
+        dgp.sample(4, rng=np.random.default_rng(1), out=out)
+    frozen = np.empty((4, 3))
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="out must be writeable"):
+        dgp.sample(4, rng=np.random.default_rng(1), out=frozen)

@@ -51,16 +51,20 @@ def _check_n(n: Any) -> int:
     return int(n)
 
 
-def _standard_normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+def _standard_normal(
+    rng: np.random.Generator, shape: tuple[int, ...], out: np.ndarray | None = None
+) -> np.ndarray:
     """``rng.standard_normal(shape)``: the same values and generator state, compiled if large.
 
     Large draws (from :data:`_COMPILED_MIN_DRAWS`, or once numba is loaded in this process)
     use :func:`dpreg.data.normal_kernel.standard_normal_fill` (numpy's ziggurat on the same
-    bit generator, about 2.5x faster); both paths give identical arrays.
+    bit generator, about 2.5x faster); both paths give identical arrays. ``out`` (checked
+    by the caller: C-contiguous float64 of ``shape``) is written instead of a new array.
     """
     from dpreg.data.normal_kernel import standard_normals
 
-    return standard_normals(rng, np.empty(shape), compiled_from=_COMPILED_MIN_DRAWS)
+    buf = np.empty(shape) if out is None else out
+    return standard_normals(rng, buf, compiled_from=_COMPILED_MIN_DRAWS)
 
 
 def _check_dim(v: Any, name: str) -> int:
@@ -763,12 +767,28 @@ class BrownDGP(SyntheticDGP):
         theta /= np.linalg.norm(theta)
         return cls(theta=theta, design=design, sigma=sigma, noise_mean=noise_mean)
 
-    def sample(self, n: int, *, rng: np.random.Generator) -> Dataset:
-        """Sample ``n`` rows: the design, (anisotropic) its covariance, then the noise."""
+    def sample(self, n: int, *, rng: np.random.Generator, out: np.ndarray | None = None) -> Dataset:
+        """Sample ``n`` rows: the design, (anisotropic) its covariance, then the noise.
+
+        ``out``: an optional C-contiguous float64 (n, p) buffer the design's standard
+        normals are drawn into (overwritten; the isotropic design is then ``out`` itself),
+        so that a loop over many data sets of one shape touches the same memory instead
+        of faulting in fresh pages per data set (docs/scaling.md). The same values and
+        generator state as without it.
+        """
         rng = check_rng(rng)
         n = _check_n(n)
         p = self.p
-        X = _standard_normal(rng, (n, p))
+        if out is not None:
+            ok = isinstance(out, np.ndarray) and out.dtype == np.float64
+            if not (ok and out.flags.c_contiguous and out.shape == (n, p)):
+                raise ValueError(
+                    f"out must be a C-contiguous float64 ndarray of shape ({n}, {p}); got "
+                    f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}"
+                )
+            if not out.flags.writeable:
+                raise ValueError("out must be writeable")
+        X = _standard_normal(rng, (n, p), out=out)
         if self.design == "anisotropic":
             from scipy.stats import special_ortho_group
 
