@@ -102,3 +102,23 @@ def test_scores_equal_the_former_expressions():
     residuals = data.y[None, :] - fit.theta @ data.X.T
     mse = np.einsum("ij,ij->i", residuals, residuals) / data.X.shape[0]
     np.testing.assert_array_equal(runs["mse"].to_numpy(), mse)
+
+
+@pytest.mark.parametrize("trials", [1, 6])
+def test_one_frame_per_cell_equals_the_per_pair_frames(monkeypatch, trials):
+    """The cell's frame built from the pairs' columns (issue 18) equals the per-pair
+    frames concatenated (the reference): values, dtypes, column order and index."""
+    data = _data()
+    cell = {
+        **CELL,
+        "estimator": ["adassp", "ihm_code", "linear_mixing"],
+        "variants": {"ihm_code": "ihm"},
+        "hyper": {"ihm_code": {"T": 2, "gamma_method": "code"}, "adassp": {}},
+    }
+    fast = run_eps_grid_cell(cell, trials=trials, first_trial=4, seed=9, data=data)
+    monkeypatch.setattr(regression, "_FRAME_PATH", "per_pair")
+    reference = run_eps_grid_cell(cell, trials=trials, first_trial=4, seed=9, data=data)
+    pd.testing.assert_frame_equal(fast, reference, check_exact=True)
+    assert fast.equals(reference) and list(fast.dtypes) == list(reference.dtypes)
+    assert len(fast) == 6 * trials and fast["estimator"].iloc[-1] == "linear_mixing"
+    assert (fast["stream"].to_numpy() == np.repeat(np.arange(6), trials)).all()
