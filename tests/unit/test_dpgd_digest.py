@@ -106,3 +106,13 @@ def test_memo_equals_reference_over_call_sequences(pool, order, mutate):
         finally:
             dpgd._DIGEST_PATH = "memo"
         assert got == reference == _sha(a)
+
+
+def test_arrays_above_the_size_cap_are_hashed_and_never_copied(monkeypatch):
+    monkeypatch.setattr(dpgd, "_DIGEST_MEMO_MAX_BYTES", 800)
+    small = np.arange(100.0)  # 800 bytes: memoised
+    large = np.arange(101.0)  # 808 bytes: hashed, not kept
+    assert _digest(small) == _sha(small)
+    assert _digest(large) == _sha(large)
+    assert _digest(large) == _sha(large)
+    assert [kept.nbytes for kept, _ in dpgd._DIGEST_MEMO] == [800]

@@ -814,6 +814,10 @@ def _use_compiled(pairs: int) -> bool:
 #: "reference": it hashes every call (tests: the same digests)
 _DIGEST_PATH = "memo"
 _DIGEST_MEMO_SIZE = 4  # e.g. one dataset's X and y as IHM and DP-GD key them
+#: arrays above this many bytes are hashed every time and never copied into the memo, so
+#: the memo holds at most 4 x 32 MB (a 1e6 x 200 design is not duplicated in memory;
+#: the largest Lev et al. table, lev_keggundirected, is 12 MB)
+_DIGEST_MEMO_MAX_BYTES = 32 * 2**20
 _DIGEST_MEMO: list[tuple[np.ndarray, bytes]] = []  # (copy of the bits, sha256), newest first
 
 
@@ -827,9 +831,11 @@ def _digest(a: np.ndarray) -> bytes:
     comparison, ~20x cheaper than the hash) gets that digest: equal bytes have equal
     sha256, so the value is the reference's (``_DIGEST_PATH = "reference"``) whatever
     the array's identity or history (an array changed in place no longer matches).
+    Arrays above ``_DIGEST_MEMO_MAX_BYTES`` are hashed every call and never copied (the
+    memo must not double the memory of a large design).
     """
     a = np.ascontiguousarray(a, dtype=np.float64)
-    if _DIGEST_PATH == "reference":
+    if _DIGEST_PATH == "reference" or a.nbytes > _DIGEST_MEMO_MAX_BYTES:
         return _sha256(a)
     bits = a.view(np.uint64)  # bitwise: -0.0 and 0.0 or two NaN payloads differ, as bytes
     for i, (kept, digest) in enumerate(_DIGEST_MEMO):
