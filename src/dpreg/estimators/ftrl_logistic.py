@@ -44,8 +44,10 @@ library function used by the study kind ``ftrl_digits``
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,9 +81,99 @@ __all__ = [
     "ClassifierFit",
     "clipped_gradient_sum",
     "momentum_step",
+    "noise_replay",
+    "replayed_stream_noise",
     "softmax_accuracy",
     "train_dp_ftrl_logistic",
 ]
+
+
+REPLAY_MAX_BYTES = 1 << 27
+"""Bytes of unscaled stream noise :func:`replayed_stream_noise` keeps (128 MiB: the five
+epsilons of one ``ftrl_digits`` method at 20 trials take 91 MB)."""
+
+_NOISE_REPLAY: list[OrderedDict[tuple[Any, ...], tuple[Any, np.ndarray, dict[str, Any]]]] = []
+"""The open :func:`noise_replay` block's draws, oldest first: key -> (corr, noise,
+generator state after the draws); empty outside a block."""
+
+
+@contextlib.contextmanager
+def noise_replay() -> Iterator[None]:
+    """Within the block, :func:`train_dp_ftrl_logistic` replays identical noise draws.
+
+    See :func:`replayed_stream_noise`. The kept draws are dropped when the outermost block
+    exits, so nothing is kept outside it (tests that patch the noise see fresh draws).
+
+    Examples
+    --------
+    >>> with noise_replay():
+    ...     pass
+    """
+    if _NOISE_REPLAY:  # nested: share the outer block's draws
+        yield
+        return
+    _NOISE_REPLAY.append(OrderedDict())
+    try:
+        yield
+    finally:
+        _NOISE_REPLAY.clear()
+
+
+def _generator_key(rng: np.random.Generator) -> tuple[Any, ...]:
+    bitgen = rng.bit_generator
+    return (type(bitgen).__name__, repr(bitgen.state))
+
+
+def _correlation_key(corr: Any, T: int) -> tuple[Any, ...]:
+    if isinstance(corr, ToeplitzCorrelation) and not isinstance(
+        corr, MatrixFactorization | FFTFactorization
+    ):  # stream_noise uses only its coefficients
+        return ("toeplitz", np.asarray(corr.coefficients(T), dtype=float).tobytes())
+    return ("object", id(corr))  # the entry holds corr, so its id cannot be reused
+
+
+def replayed_stream_noise(
+    corr: Any, T: int, columns: int, rng: np.random.Generator, *, replay: bool = True
+) -> np.ndarray:
+    r"""Return :func:`~dpreg.estimators.ftrl.stream_noise`, replaying a recent identical draw.
+
+    The noise is a function of the generator's state and of public inputs only (the
+    correlation, ``T``, ``columns``; never of data). When a call comes with the same
+    bit-generator state (its full ``state``, not a seed) and the same public inputs as one
+    of the last calls (up to :data:`REPLAY_MAX_BYTES` of noise kept, oldest dropped
+    first), its draws are returned (a fresh copy) and the generator is set to the state
+    the draws left it in: the same numbers and the same final state as drawing again, bit
+    for bit. The Fig. 4 analogue (``ftrl_digits``) trains each method and epsilon at
+    four learning rates from the same seed, so three of every four draws are replays
+    (:func:`~dpreg.experiments.choquettechoo2023_digits.run_digits` runs in a
+    :func:`noise_replay` block). Outside such a block, or with ``replay=False`` (the
+    reference path), every call draws.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpreg.estimators.ftrl_correlations import independent
+    >>> with noise_replay():
+    ...     a = replayed_stream_noise(independent(), 4, 3, np.random.default_rng(5))
+    ...     b = replayed_stream_noise(independent(), 4, 3, np.random.default_rng(5))
+    >>> bool(np.array_equal(a, b)), a is b
+    (True, False)
+    """
+    if not replay or not _NOISE_REPLAY:
+        return stream_noise(corr, T, columns, rng)
+    kept = _NOISE_REPLAY[0]
+    key = (stream_noise, _correlation_key(corr, T), int(T), int(columns), _generator_key(rng))
+    hit = kept.get(key)
+    if hit is not None:
+        kept.move_to_end(key)
+        rng.bit_generator.state = hit[2]
+        return hit[1].copy()
+    noise = stream_noise(corr, T, columns, rng)
+    if noise.nbytes <= REPLAY_MAX_BYTES:
+        kept[key] = (corr, noise.copy(), rng.bit_generator.state)
+        while sum(entry[1].nbytes for entry in kept.values()) > REPLAY_MAX_BYTES:
+            kept.popitem(last=False)
+    return noise
 
 
 @dataclass(frozen=True)
@@ -354,7 +446,8 @@ def train_dp_ftrl_logistic(
     used = steps_per_epoch * batch_size
     if rngs is None:
         if sigma_dp > 0:
-            noise = stream_noise(corr, T, trials * columns, rng).reshape(T, trials, d, n_classes)
+            noise = replayed_stream_noise(corr, T, trials * columns, rng)
+            noise = noise.reshape(T, trials, d, n_classes)
         # argsort(rng.random((trials, n))): the same permutations and rng state
         order = uniform_key_permutations(rng, trials, n)[:, :used]
     else:

@@ -73,7 +73,7 @@ from dpreg.estimators.ftrl_factorizations import (
     tree_aggregation,
     tune_restarts,
 )
-from dpreg.estimators.ftrl_logistic import train_dp_ftrl_logistic
+from dpreg.estimators.ftrl_logistic import noise_replay, train_dp_ftrl_logistic
 from dpreg.estimators.ftrl_me import solve_me
 from dpreg.experiments.params import (
     KindParams,
@@ -297,50 +297,52 @@ def run_digits(
     }
     ftrl = {"method": "zcdp", "conversion": cell_conversion(cell)}
     frames = []
-    for method in P.methods:
-        for eta in P.learning_rates or [P.learning_rate]:
-            kw = {**common, "eta": float(eta)}
-            if method == "nonprivate":
-                fit = train_dp_ftrl_logistic(
-                    split.X_train,
-                    split.y_train,
-                    budget=None,
-                    noise_multiplier=0.0,
-                    rng=np.random.default_rng([seed, stream_key("nonprivate")]),
-                    clip=math.inf,
-                    correlation="sgd",
-                    **kw,
-                    **ftrl,
-                )
-                frames.append(_rows(fit, split, method, math.inf, P, math.nan, eta))
-                continue
-            for eps in P.epsilons:
-                rng = np.random.default_rng([seed, stream_key(method, eps)])
-                budget = ApproxDP(float(eps), P.delta)
-                if method == "sgd_amplified":
-                    fit = train_dp_sgd_poisson_logistic(
-                        split.X_train,
-                        split.y_train,
-                        budget=budget,
-                        rng=rng,
-                        clip=P.clip,
-                        accountant=P.accountant,
-                        n_public=n_train,  # fixed by the public split fractions
-                        **kw,
-                    )
-                else:
+    # each (method, eps) seeds its generator alike at every learning rate: replay its noise
+    with noise_replay():
+        for method in P.methods:
+            for eta in P.learning_rates or [P.learning_rate]:
+                kw = {**common, "eta": float(eta)}
+                if method == "nonprivate":
                     fit = train_dp_ftrl_logistic(
                         split.X_train,
                         split.y_train,
-                        budget=budget,
-                        rng=rng,
-                        clip=P.clip,
-                        correlation=_correlation(method, P.epochs, S),
-                        nu=nu,
+                        budget=None,
+                        noise_multiplier=0.0,
+                        rng=np.random.default_rng([seed, stream_key("nonprivate")]),
+                        clip=math.inf,
+                        correlation="sgd",
                         **kw,
                         **ftrl,
                     )
-                frames.append(_rows(fit, split, method, float(eps), P, nu, eta))
+                    frames.append(_rows(fit, split, method, math.inf, P, math.nan, eta))
+                    continue
+                for eps in P.epsilons:
+                    rng = np.random.default_rng([seed, stream_key(method, eps)])
+                    budget = ApproxDP(float(eps), P.delta)
+                    if method == "sgd_amplified":
+                        fit = train_dp_sgd_poisson_logistic(
+                            split.X_train,
+                            split.y_train,
+                            budget=budget,
+                            rng=rng,
+                            clip=P.clip,
+                            accountant=P.accountant,
+                            n_public=n_train,  # fixed by the public split fractions
+                            **kw,
+                        )
+                    else:
+                        fit = train_dp_ftrl_logistic(
+                            split.X_train,
+                            split.y_train,
+                            budget=budget,
+                            rng=rng,
+                            clip=P.clip,
+                            correlation=_correlation(method, P.epochs, S),
+                            nu=nu,
+                            **kw,
+                            **ftrl,
+                        )
+                    frames.append(_rows(fit, split, method, float(eps), P, nu, eta))
     out = pd.concat(frames, ignore_index=True)
     out.insert(0, "trial", np.tile(np.arange(first_trial, first_trial + trials), len(frames)))
     out.insert(1, "seed", np.full(len(out), seed, dtype=np.uint64))
