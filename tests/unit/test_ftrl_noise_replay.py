@@ -103,6 +103,23 @@ def test_other_inputs_miss_and_draw_their_own_noise(seed, other):
     assert out.shape != first.shape or not np.array_equal(out, first)
 
 
+@settings(max_examples=20, deadline=None)
+@given(scale=st.floats(1e-6, 1e6), seed=st.integers(0, 2**32 - 1))
+def test_scaled_replays_are_the_scaled_fresh_draws(scale, seed):
+    corr, T, columns = nu_ftrl(0.05), 9, 5
+    ref, ref_state = _fresh(corr, T, columns, seed)
+    ref *= scale  # the reference scales in place
+    with noise_replay():
+        for _ in range(3):
+            rng = np.random.default_rng(seed)
+            out = replayed_stream_noise(corr, T, columns, rng, scale=scale)
+            assert np.array_equal(out, ref)
+            assert rng.bit_generator.state == ref_state
+        rng = np.random.default_rng(seed)
+        unscaled = replayed_stream_noise(corr, T, columns, rng)  # the kept draws unchanged
+        assert np.array_equal(unscaled, _fresh(corr, T, columns, seed)[0])
+
+
 def test_factorizations_are_told_apart_and_the_byte_cap_evicts(monkeypatch):
     T, columns = 16, 3
     tree, fft = tree_aggregation(T), fft_factorization(T)

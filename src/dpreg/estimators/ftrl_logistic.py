@@ -133,7 +133,13 @@ def _correlation_key(corr: Any, T: int) -> tuple[Any, ...]:
 
 
 def replayed_stream_noise(
-    corr: Any, T: int, columns: int, rng: np.random.Generator, *, replay: bool = True
+    corr: Any,
+    T: int,
+    columns: int,
+    rng: np.random.Generator,
+    *,
+    scale: float = 1.0,
+    replay: bool = True,
 ) -> np.ndarray:
     r"""Return :func:`~dpreg.estimators.ftrl.stream_noise`, replaying a recent identical draw.
 
@@ -141,10 +147,12 @@ def replayed_stream_noise(
     correlation, ``T``, ``columns``; never of data). When a call comes with the same
     bit-generator state (its full ``state``, not a seed) and the same public inputs as one
     of the last calls (up to :data:`REPLAY_MAX_BYTES` of noise kept, oldest dropped
-    first), its draws are returned (a fresh copy) and the generator is set to the state
-    the draws left it in: the same numbers and the same final state as drawing again, bit
-    for bit. The Fig. 4 analogue (``ftrl_digits``) trains each method and epsilon at
-    four learning rates from the same seed, so three of every four draws are replays
+    first), its draws are returned and the generator is set to the state the draws left
+    it in: the same numbers and the same final state as drawing again, bit for bit. The
+    noise comes back times ``scale``, a new array (the same products as scaling the
+    draws in place), so the kept draws are never copied nor changed. The Fig. 4 analogue
+    (``ftrl_digits``) trains each method and epsilon at four learning rates from the same
+    seed, so three of every four draws are replays
     (:func:`~dpreg.experiments.choquettechoo2023_digits.run_digits` runs in a
     :func:`noise_replay` block). Outside such a block, or with ``replay=False`` (the
     reference path), every call draws.
@@ -160,20 +168,24 @@ def replayed_stream_noise(
     (True, False)
     """
     if not replay or not _NOISE_REPLAY:
-        return stream_noise(corr, T, columns, rng)
+        noise = stream_noise(corr, T, columns, rng)
+        noise *= scale
+        return noise
     kept = _NOISE_REPLAY[0]
     key = (stream_noise, _correlation_key(corr, T), int(T), int(columns), _generator_key(rng))
     hit = kept.get(key)
     if hit is not None:
         kept.move_to_end(key)
         rng.bit_generator.state = hit[2]
-        return hit[1].copy()
+        return hit[1] * scale
     noise = stream_noise(corr, T, columns, rng)
-    if noise.nbytes <= REPLAY_MAX_BYTES:
-        kept[key] = (corr, noise.copy(), rng.bit_generator.state)
-        while sum(entry[1].nbytes for entry in kept.values()) > REPLAY_MAX_BYTES:
-            kept.popitem(last=False)
-    return noise
+    if noise.nbytes > REPLAY_MAX_BYTES:
+        noise *= scale
+        return noise
+    kept[key] = (corr, noise, rng.bit_generator.state)
+    while sum(entry[1].nbytes for entry in kept.values()) > REPLAY_MAX_BYTES:
+        kept.popitem(last=False)
+    return noise * scale
 
 
 @dataclass(frozen=True)
@@ -443,10 +455,11 @@ def train_dp_ftrl_logistic(
     gamma = math.sqrt(gamma_sq)
     columns = d * n_classes
     noise = None
+    noise_scale = sigma_dp * (1.0 if math.isinf(clip) else clip) / batch_size
     used = steps_per_epoch * batch_size
     if rngs is None:
         if sigma_dp > 0:
-            noise = replayed_stream_noise(corr, T, trials * columns, rng)
+            noise = replayed_stream_noise(corr, T, trials * columns, rng, scale=noise_scale)
             noise = noise.reshape(T, trials, d, n_classes)
         # argsort(rng.random((trials, n))): the same permutations and rng state
         order = uniform_key_permutations(rng, trials, n)[:, :used]
@@ -454,9 +467,8 @@ def train_dp_ftrl_logistic(
         if sigma_dp > 0:
             noise = np.stack([stream_noise(corr, T, columns, r) for r in rngs], axis=1)
             noise = noise.reshape(T, trials, d, n_classes)
+            noise *= noise_scale
         order = np.stack([np.argsort(r.random(n))[:used] for r in rngs])
-    if noise is not None:
-        noise *= sigma_dp * (1.0 if math.isinf(clip) else clip) / batch_size
     order = order.reshape(trials, steps_per_epoch, batch_size)
     onehot = np.eye(n_classes)[labels]
     x_norm = np.linalg.norm(X, axis=1)
