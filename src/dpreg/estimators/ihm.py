@@ -459,6 +459,37 @@ def _fresh_data_quantities(Xn: np.ndarray) -> tuple[GramFactor, float]:
     return gram_factor(gram=gram), float(np.linalg.eigvalsh(gram)[0])
 
 
+#: "fused": :func:`_scale_and_accumulate` takes the compiled one-pass kernel
+#: (:mod:`dpreg.estimators._ihm_jit`) from :data:`_HESSIAN_FUSED_MIN` entries on;
+#: "reference": always the numpy passes. The same bits either way (tested).
+_HESSIAN_PATH = "fused"
+_HESSIAN_FUSED_MIN = 2**16  # below: numpy's passes are in cache and the call is short
+
+
+def _scale_and_accumulate(H: np.ndarray, hessian_mean: np.ndarray, k: int, T: int) -> None:
+    """``H /= k`` then ``hessian_mean += H / T`` in place (Algorithm 1, lines 4-5).
+
+    The reference is the two numpy statements; from :data:`_HESSIAN_FUSED_MIN` entries
+    on, one compiled pass with the same IEEE operations per entry in the same order
+    (the same bits; ``tests/unit/test_ihm_hessian_pass.py``).
+    """
+    if (
+        _HESSIAN_PATH == "fused"
+        and H.size >= _HESSIAN_FUSED_MIN
+        and H.shape == hessian_mean.shape
+        and H.dtype == hessian_mean.dtype == np.float64
+        and H.flags.c_contiguous
+        and hessian_mean.flags.c_contiguous
+        and not np.may_share_memory(H, hessian_mean)
+    ):
+        from dpreg.estimators._ihm_jit import scale_and_accumulate
+
+        scale_and_accumulate(H, hessian_mean, k, T)
+        return
+    H /= k
+    hessian_mean += H / T
+
+
 def fit_ihm(
     X: np.ndarray,
     y: np.ndarray,
@@ -704,8 +735,7 @@ def fit_ihm(
             H = sample_sketch_gram(factor, eta, k, rng)
         else:
             H = direct_sketch_gram(Xn, eta, k, rng)
-        H /= k
-        hessian_mean += H / T
+        _scale_and_accumulate(H, hessian_mean, k, T)  # H /= k; hessian_mean += H / T
         if fast is None:
             grad, clip_fraction[:, t] = _clipped_gradients(Xn, y, theta, clip)
         else:  # the kernel returns -(1/n) X^T clip_C(y - X theta) by columns
