@@ -27,10 +27,10 @@ def _empty_cache():
     gram_cache._GRAM_CACHE.clear()
 
 
-# each step: (dataset 0-2, bound_X, trials, change X in place before the call)
+# each step: (dataset 0-3 (3: column-major), bound_X, trials, change X in place before the call)
 _STEPS = st.lists(
     st.tuples(
-        st.integers(0, 2),
+        st.integers(0, 3),
         st.sampled_from([1.0, 2.0]),
         st.sampled_from([1, 3, 64, 70]),
         st.booleans(),
@@ -47,6 +47,7 @@ def test_cached_gram_is_the_reference_over_call_sequences(steps):
     gram_cache._GRAM_CACHE.clear()
     datasets = [_data(s) for s in range(3)]
     datasets[2] = (datasets[0][0].copy(), datasets[1][1].copy())  # X of 0 with y of 1
+    datasets.append((np.asfortranarray(datasets[0][0]), datasets[0][1].copy()))  # column-major
     for which, bound_X, trials, change in steps:
         X, y = datasets[which]
         if change:
@@ -58,8 +59,7 @@ def test_cached_gram_is_the_reference_over_call_sequences(steps):
             X, y, bound_X=bound_X, bound_y=1.0, trials=trials, rng=np.random.default_rng(0)
         )
         assert got[2] == ref[2]
-        np.testing.assert_array_equal(got[0], ref[0])
-        np.testing.assert_array_equal(got[1], ref[1])
+        assert got[0] is ref[0] and got[1] is ref[1]  # the caller's float64 arrays
         assert got[4].tobytes() == ref[4].tobytes()
         got[4][:] = np.nan  # the caller's copy; the cache is not changed
 
@@ -73,10 +73,14 @@ def test_the_cache_is_used_and_keyed_by_the_data_and_bounds():
     gram_cache.bounded_design_gram(X, y, bound_X=2.0, **kw)
     gram_cache.bounded_design_gram(X, y, bound_X=1.0, bound_y=1.0, trials=3, rng=kw["rng"])
     assert len(gram_cache._GRAM_CACHE) == 3  # another bound, another pass: other keys
-    # non-float bounds, integer-typed trials, other dtypes: not cached (the reference)
+    # numpy scalars are keyed by value: served
     rng = kw["rng"]
-    gram_cache.bounded_design_gram(X, y, bound_X=1, bound_y=1.0, trials=3, rng=rng)
+    gram_cache.bounded_design_gram(X, y, bound_X=np.float64(1.0), bound_y=1.0, trials=64, rng=rng)
     gram_cache.bounded_design_gram(X, y, bound_X=1.0, bound_y=1.0, trials=np.int64(3), rng=rng)
+    assert len(gram_cache._GRAM_CACHE) == 3
+    # integer bounds: not cached (the reference)
+    gram_cache.bounded_design_gram(X, y, bound_X=1, bound_y=1.0, trials=3, rng=rng)
+    gram_cache.bounded_design_gram(X, y, bound_X=1.0, bound_y=1, trials=3, rng=rng)
     assert len(gram_cache._GRAM_CACHE) == 3
 
 

@@ -7,7 +7,8 @@ variant and seed block (Lev et al.'s studies: 6 epsilons x 5 seed blocks per dat
 see ``docs/lev.md``). The result depends only on the values of ``X`` and ``y``, the
 public bounds and which pass computed it (compiled or BLAS, chosen from the arguments),
 so it is kept under a key of exactly these: the sha256 of the values
-(:func:`dpreg.estimators.dpgd._digest`), their shapes, the bounds' floats and the pass.
+(:func:`dpreg.estimators.dpgd._digest`; of ``X.T`` for a column-major ``X``, with its
+layout), their shapes, the bounds' floats and the pass.
 A hit returns a copy of the same Gram matrix (the same bits; the bounds were checked
 on the same values), then validates ``trials`` and ``rng`` as the reference does.
 ``_GRAM_CACHE_PATH = "reference"`` calls the validation every time (tests: the same
@@ -44,17 +45,30 @@ def _key(X: Any, y: Any, bound_X: Any, bound_y: Any, trials: Any) -> tuple | Non
         and y.dtype == np.float64
         and X.ndim == 2
         and y.ndim == 1
-        and X.flags.c_contiguous
+        and (X.flags.c_contiguous or X.flags.f_contiguous)
         and y.flags.c_contiguous
-        and type(bound_X) is float
-        and type(bound_y) is float
-        and type(trials) is int
+        and isinstance(bound_X, float)  # float or numpy.float64: keyed by value
+        and isinstance(bound_y, float)
+        and isinstance(trials, int | np.integer)
+        and not isinstance(trials, bool)
     ):
         return None
     # the pass the reference takes with method="auto" depends on trials and the shape
     # only (check_bounded_design_gram); the key names it, so the bits are that pass's
-    compiled = trials >= GRAM_COMPILED_MIN_TRIALS
-    return (_digest(X), X.shape, _digest(y), y.shape, bound_X, bound_y, compiled)
+    compiled = bool(trials >= GRAM_COMPILED_MIN_TRIALS)
+    # a column-major X (a data table's columns) is keyed by its transpose's values, which
+    # are contiguous (no copy), and its layout (the pass the reference takes depends on it)
+    layout, values = ("C", X) if X.flags.c_contiguous else ("F", X.T)
+    return (
+        _digest(values),
+        layout,
+        X.shape,
+        _digest(y),
+        y.shape,
+        float(bound_X),
+        float(bound_y),
+        compiled,
+    )
 
 
 def bounded_design_gram(
