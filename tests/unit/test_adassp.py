@@ -530,7 +530,6 @@ def test_fused_statistics_pass_equals_the_blas_path(monkeypatch):
     and budget, estimates equal to round-off; below it, X'X and X'y by BLAS, bit for bit."""
     import functools
 
-    import dpreg.estimators.adassp as adassp_module
     from dpreg.estimators.adassp import adassp_release, check_adassp_options
 
     rng = np.random.default_rng(8)
@@ -539,10 +538,13 @@ def test_fused_statistics_pass_equals_the_blas_path(monkeypatch):
     y = np.clip(X @ rng.normal(size=d) + 0.1 * rng.normal(size=n), -1, 1)
     kwargs = dict(budget=ApproxDP(1.0, 1e-6), bound_X=1.0, bound_y=1.0, yty_share=0.1)
     fast = fit_adassp(X, y, rng=np.random.default_rng(3), trials=64, **kwargs)
-    real = adassp_module.check_bounded_design_gram
+    import dpreg.estimators._gram_cache as gram_cache
+
+    real = gram_cache.check_bounded_design_gram
     monkeypatch.setattr(
-        adassp_module, "check_bounded_design_gram", functools.partial(real, method="reference")
+        gram_cache, "check_bounded_design_gram", functools.partial(real, method="reference")
     )
+    monkeypatch.setattr(gram_cache, "_GRAM_CACHE_PATH", "reference")  # no cached Gram
     ref = fit_adassp(X, y, rng=np.random.default_rng(3), trials=64, **kwargs)
     assert not np.array_equal(fast.theta, ref.theta)  # the compiled pass did run
     np.testing.assert_allclose(fast.theta, ref.theta, rtol=1e-9, atol=1e-12)

@@ -355,15 +355,16 @@ def test_compiled_gram_gives_the_reference_fits_to_round_off(fit, sampler, monke
     """Same seed, same draws: the fits of the compiled and BLAS Gram agree to round-off."""
     import functools
 
-    import dpreg.estimators.sketch as sketch
+    import dpreg.estimators._gram_cache as gram_cache
 
     X, y = _data(seed=5, n=6000, d=5)  # n (d + 1) >= COMPILED_MIN_ELEMENTS
     kwargs = dict(budget=ApproxDP(1.0, 1e-6), trials=64, sampler=sampler)
     fast = fit(X, y, rng=np.random.default_rng(11), **kwargs)  # 64 trials: compiled pass
-    real = sketch.check_bounded_design_gram
+    real = gram_cache.check_bounded_design_gram
     monkeypatch.setattr(
-        sketch, "check_bounded_design_gram", functools.partial(real, method="reference")
+        gram_cache, "check_bounded_design_gram", functools.partial(real, method="reference")
     )
+    monkeypatch.setattr(gram_cache, "_GRAM_CACHE_PATH", "reference")  # no cached Gram
     ref = fit(X, y, rng=np.random.default_rng(11), **kwargs)
     if sampler == "wishart":  # the sketch is drawn from the Gram: the two paths did run
         assert not np.array_equal(fast.theta, ref.theta)

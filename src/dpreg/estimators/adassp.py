@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from dpreg._validation import (
-    check_bounded_design_gram,
     check_choice,
     check_positive,
     check_probability,
 )
 from dpreg.data.normal_kernel import standard_normals
+from dpreg.estimators._gram_cache import bounded_design_gram
 from dpreg.estimators._linalg import solve_symmetric_batch, symmetric_from_upper
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget, check_budget
 from dpreg.privacy.gaussian import (
@@ -443,7 +443,7 @@ def fit_adassp(
     # Validation and the non-private statistics [X, y]'[X, y], once for all trials: one
     # compiled pass over the rows from 64 trials on, else the numpy checks and BLAS
     # (X'X, X'y, y'y as before); equal to round-off (tests/unit/test_adassp.py).
-    X, y, trials, rng, gram = check_bounded_design_gram(
+    X, y, trials, rng, gram = bounded_design_gram(
         X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
     )
     options = check_adassp_options(budget, failure_prob, mechanism, shift, yty_share)

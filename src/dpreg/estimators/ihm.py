@@ -103,6 +103,32 @@ def ihm_tau(delta: float, failure_prob: float) -> float:
 # ------------------------------------------------------------------------ accountant
 
 
+#: "memo": :func:`_mixing_term` keeps its values; "reference": computes every call
+_MIXING_PATH = "memo"
+
+
+def _mixing_term(gamma: float, kT: float, dq: float) -> tuple[float, float]:
+    """:func:`~dpreg.privacy.mixing.mixing_epsilon` ``(gamma, k T, delta / 4)``, memoised.
+
+    The T sketches' term of eq. (42) (App. C.1.1), shared by the accountant and both
+    calibrations (``"rdp"``, ``"code"``): the gamma searches of a data set (one
+    ``(k, T, delta)``) at every epsilon and method start with the same doubling points
+    (:func:`~dpreg.privacy.mixing.smallest_gamma`), and the accountant evaluates the
+    gamma a search returned. The function is pure in its public arguments (floats keyed
+    by value), so the memo returns the reference's floats
+    (``tests/unit/test_ihm_mixing_memo.py``).
+    """
+    if _MIXING_PATH == "reference":
+        return mixing_epsilon(gamma, kT, dq)
+    return _mixing_term_cached(gamma, kT, dq)
+
+
+@functools.lru_cache(maxsize=4096)  # two floats per entry; pure in public inputs
+def _mixing_term_cached(gamma: float, kT: float, dq: float) -> tuple[float, float]:
+    """Compute :func:`_mixing_term` (the cached call)."""
+    return mixing_epsilon(gamma, kT, dq)
+
+
 def ihm_privacy_pieces(
     gamma: float, sigma: float, *, k: int, T: int, clip: float, delta: float
 ) -> dict[str, float]:
@@ -159,7 +185,7 @@ def _privacy_pieces(
     """Compute the items of :func:`ihm_privacy_pieces` (cached: its alpha search is ~1 ms)."""
     dq = delta / 4.0
     eps_eig = gaussian_epsilon(gamma / math.sqrt(k), dq, 1.0)
-    eps_mix, alpha = mixing_epsilon(gamma, k * T, dq)
+    eps_mix, alpha = _mixing_term(gamma, k * T, dq)
     eps_grad = gaussian_epsilon(sigma, dq, math.sqrt(T) * clip)
     return (
         ("epsilon_eigen", eps_eig),
@@ -226,7 +252,7 @@ def ihm_code_half_epsilon(gamma: float, delta: float, k: int, T: int) -> float:
         raise ValueError(f"gamma must exceed 1 (Lemma 1 needs 1 < alpha < gamma); got {gamma!r}")
     dq = delta / 4.0
     classic = math.sqrt(2.0 * math.log(1.25 / dq)) * math.sqrt(k) / gamma
-    return classic + mixing_epsilon(gamma, k * T, dq)[0]
+    return classic + _mixing_term(gamma, k * T, dq)[0]
 
 
 @functools.lru_cache(maxsize=1024)  # pure in its arguments; studies call it per trial
@@ -283,7 +309,7 @@ def ihm_gamma(epsilon: float, delta: float, k: int, T: int, method: str = "rdp")
     def half_epsilon(g: float) -> float:
         if method == "code":
             return ihm_code_half_epsilon(g, delta, k, T)
-        return gaussian_epsilon(g / math.sqrt(k), dq, 1.0) + mixing_epsilon(g, k * T, dq)[0]
+        return gaussian_epsilon(g / math.sqrt(k), dq, 1.0) + _mixing_term(g, k * T, dq)[0]
 
     return smallest_gamma(half_epsilon, epsilon / 2.0, GAMMA_MIN)
 
@@ -457,6 +483,37 @@ def _fresh_data_quantities(Xn: np.ndarray) -> tuple[GramFactor, float]:
     gram = Xn.T @ Xn
     gram = 0.5 * (gram + gram.T)
     return gram_factor(gram=gram), float(np.linalg.eigvalsh(gram)[0])
+
+
+#: "fused": :func:`_scale_and_accumulate` takes the compiled one-pass kernel
+#: (:mod:`dpreg.estimators._ihm_jit`) from :data:`_HESSIAN_FUSED_MIN` entries on;
+#: "reference": always the numpy passes. The same bits either way (tested).
+_HESSIAN_PATH = "fused"
+_HESSIAN_FUSED_MIN = 2**16  # below: numpy's passes are in cache and the call is short
+
+
+def _scale_and_accumulate(H: np.ndarray, hessian_mean: np.ndarray, k: int, T: int) -> None:
+    """``H /= k`` then ``hessian_mean += H / T`` in place (Algorithm 1, lines 4-5).
+
+    The reference is the two numpy statements; from :data:`_HESSIAN_FUSED_MIN` entries
+    on, one compiled pass with the same IEEE operations per entry in the same order
+    (the same bits; ``tests/unit/test_ihm_hessian_pass.py``).
+    """
+    if (
+        _HESSIAN_PATH == "fused"
+        and H.size >= _HESSIAN_FUSED_MIN
+        and H.shape == hessian_mean.shape
+        and H.dtype == hessian_mean.dtype == np.float64
+        and H.flags.c_contiguous
+        and hessian_mean.flags.c_contiguous
+        and not np.may_share_memory(H, hessian_mean)
+    ):
+        from dpreg.estimators._ihm_jit import scale_and_accumulate
+
+        scale_and_accumulate(H, hessian_mean, k, T)
+        return
+    H /= k
+    hessian_mean += H / T
 
 
 def fit_ihm(
@@ -704,8 +761,7 @@ def fit_ihm(
             H = sample_sketch_gram(factor, eta, k, rng)
         else:
             H = direct_sketch_gram(Xn, eta, k, rng)
-        H /= k
-        hessian_mean += H / T
+        _scale_and_accumulate(H, hessian_mean, k, T)  # H /= k; hessian_mean += H / T
         if fast is None:
             grad, clip_fraction[:, t] = _clipped_gradients(Xn, y, theta, clip)
         else:  # the kernel returns -(1/n) X^T clip_C(y - X theta) by columns

@@ -49,7 +49,8 @@ import math
 
 import numpy as np
 
-from dpreg._validation import check_bounded_design_gram, check_choice, check_probability
+from dpreg._validation import check_choice, check_probability
+from dpreg.estimators._gram_cache import bounded_design_gram
 from dpreg.estimators._linalg import solve_symmetric_batch
 from dpreg.estimators.gram_sketch import GramFactor, direct_sketch_gram, sample_sketch_gram
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
@@ -261,7 +262,7 @@ def _prepare(X, y, budget, rng, trials, bound_X, bound_y, sampler):
     # validation and [X, y]'[X, y] in one compiled pass over the rows from 64 trials on,
     # else the numpy checks and BLAS on the unstacked blocks (no [X, y] copy): equal to
     # the stacked reference _stacked_gram to round-off (tests/unit/test_sketch.py)
-    X, y, trials, rng, gram = check_bounded_design_gram(
+    X, y, trials, rng, gram = bounded_design_gram(
         X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
     )
     check_choice(sampler, "sampler", SAMPLERS)
