@@ -125,3 +125,14 @@ def test_fits_are_the_uncached_fits_bit_for_bit(monkeypatch, trials):
         assert a.budget_spent == b.budget_spent
         for key, value in b.diagnostics.items():
             np.testing.assert_array_equal(a.diagnostics[key], value, err_msg=key)
+
+
+@pytest.mark.parametrize("shape_X, n_y", [((0, 3), 0), ((5, 0), 5), ((5, 3), 0)])
+def test_empty_data_get_the_reference_error_naming_them(shape_X, n_y):
+    X, y = np.zeros(shape_X), np.zeros(n_y)
+    with pytest.raises(ValueError) as cached:
+        gram_cache.bounded_design_gram(X, y, bound_X=1.0, bound_y=1.0, trials=2, rng=_RNG)
+    with pytest.raises(ValueError) as reference:
+        check_bounded_design_gram(X, y, bound_X=1.0, bound_y=1.0, trials=2, rng=_RNG)
+    assert str(cached.value) == str(reference.value)
+    assert not gram_cache._GRAM_CACHE

@@ -47,6 +47,8 @@ def _key(X: Any, y: Any, bound_X: Any, bound_y: Any, trials: Any) -> tuple | Non
         and y.ndim == 1
         and (X.flags.c_contiguous or X.flags.f_contiguous)
         and y.flags.c_contiguous
+        and X.size > 0  # an empty X or y is refused by the reference, naming it
+        and y.size > 0
         and isinstance(bound_X, float)  # float or numpy.float64: keyed by value
         and isinstance(bound_y, float)
         and isinstance(trials, int | np.integer)
