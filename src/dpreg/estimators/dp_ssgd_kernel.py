@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from dpreg.data.normal_kernel import pcg64_state, set_pcg64_state
+
 __all__ = ["PATH_VARIANTS", "path_chunk", "stream_chunk"]
 
 PATH_VARIANTS: tuple[str, ...] = ("blocked", "rowwise")
@@ -283,6 +285,7 @@ def stream_chunk(
     clip: np.ndarray,
     first_step: int,
     tail_start: int,
+    inline_pcg64: bool = True,
 ) -> None:
     r"""Run one chunk of :func:`~dpreg.estimators.dp_ssgd.dp_ssgd_stream_pass` in place.
 
@@ -297,7 +300,9 @@ def stream_chunk(
     where it is used, in the C order of an array of shape (k, D, 1, d, R): the values
     and the generator state of ``rng.standard_normal((k, D, 1, d, R))`` (the numpy
     reference's draw), with no noise buffer, so one call can run any number of rows
-    (issue 18; ``tests/unit/test_dp_ssgd_kernel.py``).
+    (issue 18; ``tests/unit/test_dp_ssgd_kernel.py``). For a PCG64 generator the draws
+    are numpy's PCG64 and ziggurat inlined (:func:`dpreg.data._pcg64_jit.dp_ssgd_stream`;
+    ``inline_pcg64=False``: numba's ``rng.standard_normal()``, the same values and state).
 
     Examples
     --------
@@ -318,7 +323,17 @@ def stream_chunk(
     else:
         z = np.asarray(z, dtype=np.float64)
         sigma = np.ascontiguousarray(np.broadcast_to(sigma, (W.shape[3],)), dtype=np.float64)
-    _kernels()[1](
-        X, base, z, sigma, norms, rng, noise_scale, W, W_sum, clipped, eta_clip, clip,
+    pcg = pcg64_state(rng) if inline_pcg64 else None
+    if pcg is None:
+        _kernels()[1](
+            X, base, z, sigma, norms, rng, noise_scale, W, W_sum, clipped, eta_clip, clip,
+            first_step, tail_start,
+        )  # fmt: skip
+        return
+    from dpreg.data._pcg64_jit import dp_ssgd_stream
+
+    dp_ssgd_stream(
+        X, base, z, sigma, norms, pcg[1], noise_scale, W, W_sum, clipped, eta_clip, clip,
         first_step, tail_start,
     )  # fmt: skip
+    set_pcg64_state(rng, *pcg)
