@@ -4,12 +4,19 @@ Imported on first use only. Module-level functions calling each other as globals
 on-disk cache misses a kernel that calls kernels held in a closure (their dispatchers
 pickle with a per-process id), so each process compiled ``fill`` again
 (docs/scaling.md, "numba's cache").
+
+The PCG64 step (numpy's ``pcg64.h``) is one LLVM ``i128`` multiply-add
+(:func:`_muladd128`; three 64-bit multiplies), not four 32 x 32-bit partial products
+(issue 18; about 15% less time per float32 normal, docs/scaling.md).
 """
 
 import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 _MULT_HI = 0x2360ED051FC65DA4
 _MULT_LO = 0x4385DF649FCCF645
@@ -20,20 +27,36 @@ mult_hi, mult_lo = np.uint64(_MULT_HI), np.uint64(_MULT_LO)
 one = np.uint64(1)
 
 
+_I128 = ir.IntType(128)
+
+
+@intrinsic
+def _muladd128(typingctx, hi, lo, m_hi, m_lo, c_hi, c_lo):
+    # (hi:lo) * (m_hi:m_lo) + (c_hi:c_lo) mod 2^128 as (hi, lo): one LLVM i128 expression
+    # (as dpreg.data._pcg64_jit.muladd128; here so that numba's cache sees its edits)
+    u64 = types.uint64
+    sig = types.UniTuple(u64, 2)(u64, u64, u64, u64, u64, u64)
+
+    def codegen(context, builder, signature, args):
+        def join(high, low):
+            wide = builder.shl(builder.zext(high, _I128), ir.Constant(_I128, 64))
+            return builder.or_(wide, builder.zext(low, _I128))
+
+        r = builder.add(
+            builder.mul(join(args[0], args[1]), join(args[2], args[3])), join(args[4], args[5])
+        )
+        high = builder.trunc(builder.lshr(r, ir.Constant(_I128, 64)), ir.IntType(64))
+        return context.make_tuple(
+            builder, sig.return_type, [high, builder.trunc(r, ir.IntType(64))]
+        )
+
+    return sig, codegen
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _next64(st):  # pragma: no cover - compiled
     # st = [state_hi, state_lo, inc_hi, inc_lo]; state <- state * MULT + inc (mod 2^128)
-    hi, lo = st[0], st[1]
-    a0, a1 = lo & m32, lo >> s32
-    b0, b1 = mult_lo & m32, mult_lo >> s32
-    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
-    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
-    new_lo = (mid << s32) | (p00 & m32)
-    new_hi = p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
-    new_hi += lo * mult_hi + hi * mult_lo
-    lo2 = new_lo + st[3]
-    carry = one if lo2 < new_lo else np.uint64(0)
-    hi2 = new_hi + st[2] + carry
+    hi2, lo2 = _muladd128(st[0], st[1], mult_hi, mult_lo, st[2], st[3])
     st[0], st[1] = hi2, lo2
     # XSL-RR output of the new state
     x = hi2 ^ lo2
