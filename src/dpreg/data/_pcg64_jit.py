@@ -180,21 +180,17 @@ def fill(st, flat):  # pragma: no cover - compiled
 @numba.njit(cache=True, nogil=True)
 def fill_scaled(st, out, scale):  # pragma: no cover - compiled
     # out[i, c] = the normal of C-order position (i, c) times scale[c], two at a time
-    # over the flattened (C-contiguous) out, c the column of position k
     s, j = start(st)
-    flat = out.reshape(-1)
-    n, d = flat.shape[0], out.shape[1]
-    c = 0
-    for k in range(0, n - 1, 2):
-        x, s = normal(s, j)
-        flat[k] = x * scale[c]
-        c = c + 1 if c + 1 < d else 0
-        x, s = normal(s, j)
-        flat[k + 1] = x * scale[c]
-        c = c + 1 if c + 1 < d else 0
-    if n % 2:
-        x, s = normal(s, j)
-        flat[n - 1] = x * scale[c]
+    m, d = out.shape
+    for i in range(m):
+        for c in range(0, d - 1, 2):
+            x, s = normal(s, j)
+            out[i, c] = x * scale[c]
+            x, s = normal(s, j)
+            out[i, c + 1] = x * scale[c + 1]
+        if d % 2:
+            x, s = normal(s, j)
+            out[i, d - 1] = x * scale[d - 1]
     st[0] = s[0]
     st[1] = s[1]
 
