@@ -1,4 +1,4 @@
-r"""numpy's standard normals drawn in compiled code: the same values, about 4.5x faster.
+r"""numpy's standard normals drawn in compiled code: the same values, about 4x faster.
 
 ``rng.standard_normal(out=buf)`` costs about 9 ns per draw here (numpy's ziggurat called
 per element through the bit generator's function pointers). numba implements
@@ -12,7 +12,7 @@ is most of its time (docs/scaling.md). numba is imported on first use (compilati
 cached on disk).
 
 For numpy's default bit generator, :class:`numpy.random.PCG64`, the fill runs numpy's
-PCG64 step and ziggurat inlined (:mod:`dpreg.data._pcg64_jit`, about 2 ns per draw; the
+PCG64 step and ziggurat inlined (:mod:`dpreg.data._pcg64_jit`, about 2.4 ns per draw; the
 generator's state is read before and written back after, through its public
 ``bit_generator.state``); ``inline_pcg64=False`` and any other bit generator take numba's
 ``rng.standard_normal()`` (the reference). Both give numpy's values and final state, bit
