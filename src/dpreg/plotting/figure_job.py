@@ -108,5 +108,6 @@ def share_mathtext_parses() -> bool:
         return parses[key]
 
     _parse_shared._dpreg_shared = True  # type: ignore[attr-defined]
+    _parse_shared.__wrapped__ = parse  # type: ignore[attr-defined]
     MathTextParser._parse_cached = _parse_shared  # type: ignore[method-assign]
     return True
