@@ -4,11 +4,9 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 
-import pandas as pd  # noqa: E402
-
 from dpreg.data.datasets import Dataset  # noqa: E402
-from dpreg.experiments.benchmark import cost_beside_accuracy, measure_cost  # noqa: E402
-from dpreg.io import read_prepared_table, write_csv, write_markdown  # noqa: E402
+from dpreg.experiments.benchmark import measure_cost  # noqa: E402
+from dpreg.io import read_prepared_table, write_csv  # noqa: E402
 
 params = snakemake.params.cost  # noqa: F821
 datasets = {
@@ -18,12 +16,3 @@ datasets = {
 cost = measure_cost(datasets, params["methods"], epsilon=params["epsilon"])
 cost.insert(0, "study", params["study"])
 write_csv(cost, snakemake.output.per_dataset)  # noqa: F821
-summary = cost_beside_accuracy(cost, pd.read_csv(snakemake.input.table))  # noqa: F821
-summary.insert(0, "study", params["study"])
-write_csv(summary, snakemake.output.summary)  # noqa: F821
-write_markdown(
-    summary,
-    snakemake.output.md,  # noqa: F821
-    title=f"{params['title']}: seconds per fit (one thread) beside accuracy at"
-    f" epsilon = {params['epsilon']:g}",
-)
