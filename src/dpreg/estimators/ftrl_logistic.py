@@ -642,6 +642,9 @@ def clipped_gradient_sum(
     return _clipped_gradient_sum_compiled(X, onehot, x_norm, idx, W, clip, mask)
 
 
+_NO_MASK = np.ones((1, 1), dtype=np.bool_)
+
+
 def _clipped_gradient_sum_compiled(
     X: np.ndarray,
     onehot: np.ndarray,
@@ -677,12 +680,14 @@ def _clipped_gradient_sum_compiled(
     n_clipped = np.zeros(idx.shape[0], dtype=np.int64)
     clipped = not math.isinf(clip)
     use_mask = mask is not None
+    # one compiled signature for every caller (fewer compilations in a fresh clone):
+    # C-contiguous int64 indices and a C-contiguous boolean mask (unread without one)
     residual_clip(
         p,
         onehot,
         x_norm,
-        idx,
-        mask if use_mask else np.ones((1, 1), dtype=np.bool_),
+        np.ascontiguousarray(idx, dtype=np.int64),
+        np.ascontiguousarray(mask) if use_mask else _NO_MASK,
         use_mask,
         float(clip),
         clipped,
