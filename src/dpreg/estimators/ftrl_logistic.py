@@ -481,10 +481,8 @@ def train_dp_ftrl_logistic(
         idx = order[:, t % steps_per_epoch, :]  # (trials, b)
         grad, n_clipped = clipped_gradient_sum(X, onehot, x_norm, idx, W, clip)
         clipped += n_clipped
-        grad /= batch_size
-        if noise is not None:
-            grad += noise[t]
-        W -= schedule[t] * momentum_step(velocity, grad, momentum)
+        _noisy_step(W, grad, None if noise is None else noise[t], velocity, momentum,
+                    batch_size, schedule[t])  # fmt: skip
         if path is not None:
             path[:, t] = W
     private = not math.isinf(clip) and sigma_dp > 0
@@ -526,6 +524,54 @@ def train_dp_ftrl_logistic(
     )
 
 
+def _noisy_step(
+    W: np.ndarray,
+    grad: np.ndarray,
+    noise_t: np.ndarray | None,
+    velocity: np.ndarray | None,
+    momentum: float,
+    batch_size: int,
+    lr: float,
+) -> None:
+    r"""One step of Algorithm 1 in place: :math:`W \leftarrow W - \eta_t\,\mathrm{dir}`.
+
+    ``grad /= b``, ``grad += noise_t`` (if any), the heavy-ball direction
+    (:func:`momentum_step`) and ``W -= lr * direction``: numpy's statements (the
+    reference), or one compiled pass with the same IEEE operations per entry in the same
+    order (:func:`dpreg.estimators._logistic_grad_jit.noisy_step`; the same bits) on
+    C-contiguous float64 arrays from :data:`_GRADIENT_COMPILED_MIN` entries on. The
+    four arrays are distinct (the training loop's own: the weights, a fresh gradient, a
+    row of the noise and the velocity).
+    """
+    if (
+        _GRADIENT_PATH == "compiled"
+        and grad.size >= _GRADIENT_COMPILED_MIN
+        and all(
+            a is None or (a.dtype == np.float64 and a.flags.c_contiguous and a.shape == W.shape)
+            for a in (W, grad, noise_t, velocity)
+        )
+    ):
+        from dpreg.estimators._logistic_grad_jit import noisy_step
+
+        dummy = np.empty((1,) * W.ndim)  # not read
+        noisy_step(
+            W,
+            grad,
+            dummy if noise_t is None else noise_t,
+            noise_t is not None,
+            dummy if velocity is None else velocity,
+            velocity is not None,
+            float(momentum),
+            int(batch_size),
+            float(lr),
+        )
+        return
+    grad /= batch_size
+    if noise_t is not None:
+        grad += noise_t
+    W -= lr * momentum_step(velocity, grad, momentum)
+
+
 def momentum_step(velocity: np.ndarray | None, grad: np.ndarray, momentum: float) -> np.ndarray:
     r"""Heavy-ball direction: :math:`v \leftarrow \mu v + g` (in place), or ``grad`` if none.
 
@@ -546,6 +592,14 @@ def momentum_step(velocity: np.ndarray | None, grad: np.ndarray, momentum: float
     return velocity.copy()
 
 
+#: "compiled": :func:`clipped_gradient_sum` does the elementwise passes in two compiled
+#: kernels (:mod:`dpreg.estimators._logistic_grad_jit`) from :data:`_GRADIENT_COMPILED_MIN`
+#: entries of the (trials, b, classes) residual on; "reference": always numpy's passes.
+#: The same bits either way (``tests/unit/test_logistic_grad_kernel.py``).
+_GRADIENT_PATH = "compiled"
+_GRADIENT_COMPILED_MIN = 1024  # below: a few numpy calls, not worth numba's import
+
+
 def clipped_gradient_sum(
     X: np.ndarray,
     onehot: np.ndarray,
@@ -563,12 +617,102 @@ def clipped_gradient_sum(
     (``inf``: none). Returns the sum, shape (trials, d, classes), and the number of
     clipped rows per trial (a non-private diagnostic).
 
+    The two batched products and the exponential are numpy's; the other passes (row
+    maximum, softmax normaliser, residual, norms, clipping) run compiled
+    (:mod:`dpreg.estimators._logistic_grad_jit`) on float64 inputs of at most 128
+    classes from :data:`_GRADIENT_COMPILED_MIN` residual entries on, with the same
+    IEEE operations in the same order as :func:`clipped_gradient_sum_reference`: the
+    same bits (issue 18, docs/scaling.md).
+
     Examples
     --------
     >>> import numpy as np
     >>> X = np.array([[3.0, 4.0]]); onehot = np.eye(2)[[0]]
     >>> g, c = clipped_gradient_sum(X, onehot, np.array([5.0]), np.zeros((1, 1), int),
     ...     np.zeros((1, 2, 2)), 1.0)
+    >>> round(float(np.linalg.norm(g)), 12), c
+    (1.0, array([1]))
+    """
+    if not (
+        _GRADIENT_PATH == "compiled"
+        and idx.ndim == 2
+        and idx.size * onehot.shape[-1] >= _GRADIENT_COMPILED_MIN
+    ):
+        return clipped_gradient_sum_reference(X, onehot, x_norm, idx, W, clip, mask)
+    return _clipped_gradient_sum_compiled(X, onehot, x_norm, idx, W, clip, mask)
+
+
+_NO_MASK = np.ones((1, 1), dtype=np.bool_)
+
+
+def _clipped_gradient_sum_compiled(
+    X: np.ndarray,
+    onehot: np.ndarray,
+    x_norm: np.ndarray,
+    idx: np.ndarray,
+    W: np.ndarray,
+    clip: float,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`clipped_gradient_sum` with the compiled passes where the inputs allow them."""
+    Xb = X[idx]  # (trials, b, d)
+    logits = np.matmul(Xb, W)
+    K = logits.shape[-1] if logits.ndim == 3 else 0
+    if not (
+        logits.ndim == 3
+        and logits.dtype == np.float64
+        and logits.flags.c_contiguous
+        and 1 <= K <= 128
+        and logits.shape[:2] == idx.shape
+        and onehot.dtype == np.float64
+        and onehot.ndim == 2
+        and onehot.shape == (X.shape[0], K)
+        and x_norm.shape == (X.shape[0],)
+        and x_norm.dtype == np.float64
+        and idx.dtype.kind in "iu"
+        and (mask is None or (mask.dtype == np.bool_ and mask.shape == idx.shape))
+    ):
+        return clipped_gradient_sum_reference(X, onehot, x_norm, idx, W, clip, mask)
+    from dpreg.estimators._logistic_grad_jit import residual_clip, shift_by_row_max
+
+    shift_by_row_max(logits)
+    p = np.exp(logits)  # a new array, as in the reference (numpy's exp fixes the bits)
+    n_clipped = np.zeros(idx.shape[0], dtype=np.int64)
+    clipped = not math.isinf(clip)
+    use_mask = mask is not None
+    # one compiled signature for every caller (fewer compilations in a fresh clone):
+    # C-contiguous int64 indices and a C-contiguous boolean mask (unread without one)
+    residual_clip(
+        p,
+        onehot,
+        x_norm,
+        np.ascontiguousarray(idx, dtype=np.int64),
+        np.ascontiguousarray(mask) if use_mask else _NO_MASK,
+        use_mask,
+        float(clip),
+        clipped,
+        n_clipped,
+    )
+    return np.matmul(np.swapaxes(Xb, 1, 2), p), n_clipped
+
+
+def clipped_gradient_sum_reference(
+    X: np.ndarray,
+    onehot: np.ndarray,
+    x_norm: np.ndarray,
+    idx: np.ndarray,
+    W: np.ndarray,
+    clip: float,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r""":func:`clipped_gradient_sum` in numpy passes (the reference of the compiled path).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[3.0, 4.0]]); onehot = np.eye(2)[[0]]
+    >>> g, c = clipped_gradient_sum_reference(X, onehot, np.array([5.0]),
+    ...     np.zeros((1, 1), int), np.zeros((1, 2, 2)), 1.0)
     >>> round(float(np.linalg.norm(g)), 12), c
     (1.0, array([1]))
     """
