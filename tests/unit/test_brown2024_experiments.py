@@ -223,7 +223,7 @@ def test_width_theory_claim_flags_a_gap():
 @pytest.mark.parametrize("kind", ["brown_cost_of_privacy", "brown_error_vs_dim"])
 @pytest.mark.parametrize("design", ["isotropic", "anisotropic"])
 def test_reused_design_buffer_equals_fresh_arrays(kind, design, monkeypatch):
-    """Figs. 1/2/8/9 draw every trial's design into one buffer: rows equal to fresh arrays.
+    """Figs. 1/2/8/9 draw every trial's design into reused buffers: rows equal to fresh arrays.
 
     The reference path (``_draw_data`` without ``out``: a new array per trial) and the
     reused buffer must give the same rows bit for bit (``DataFrame.equals``).
@@ -237,14 +237,16 @@ def test_reused_design_buffer_equals_fresh_arrays(kind, design, monkeypatch):
     draw = brown._draw_data
     calls = []
 
-    def fresh(*args, out=None, **kwargs):
-        calls.append(out)
-        return draw(*args, **kwargs)  # the reference: a new array per trial
+    def fresh(*args, out=None, rotated=None, **kwargs):
+        calls.append((out, rotated))
+        return draw(*args, **kwargs)  # the reference: new arrays per trial
 
     monkeypatch.setattr(brown, "_draw_data", fresh)
     reference = run(cell, trials=4, first_trial=0, seed=11, data=None)
-    assert len(calls) == 4 and all(c is calls[0] for c in calls)
-    assert (calls[0] is not None) == (design == "isotropic")  # anisotropic: a new array
+    assert len(calls) == 4 and all(c[0] is calls[0][0] and c[1] is calls[0][1] for c in calls)
+    assert calls[0][0] is not None
+    # anisotropic: a second buffer for the rotated design
+    assert (calls[0][1] is not None) == (design == "anisotropic")
     assert fast.equals(reference)
     col = "privacy_error" if kind == "brown_cost_of_privacy" else "err_true"
     assert reference[col].nunique() >= 4  # four different data sets

@@ -258,17 +258,30 @@ def test_brown2024_sample_into_a_reused_buffer(design, p, compiled_from, monkeyp
     monkeypatch.setattr(synthetic, "_COMPILED_MIN_DRAWS", compiled_from)
     n = 25
     buf = np.full((n, p), np.nan)
-    for trial in range(3):  # the second and third draws overwrite the first's values
+    rot = np.full((n, p), np.nan)
+    for trial in range(6):  # later draws overwrite the first's values
+        rotated = rot if trial >= 3 else None  # the anisotropic design's own buffer
         rng, ref = np.random.default_rng([7, trial]), np.random.default_rng([7, trial])
         dgp = BrownDGP.draw(rng=rng, p=p, design=design, noise_mean=0.5)
         fresh_dgp = BrownDGP.draw(rng=ref, p=p, design=design, noise_mean=0.5)
-        data = dgp.sample(n, rng=rng, out=buf)
+        data = dgp.sample(n, rng=rng, out=buf, rotated=rotated)
         fresh = fresh_dgp.sample(n, rng=ref)
-        np.testing.assert_array_equal(data.X, fresh.X)
-        np.testing.assert_array_equal(data.y, fresh.y)
+        assert data.X.tobytes() == fresh.X.tobytes()
+        assert data.y.tobytes() == fresh.y.tobytes()
         assert rng.bit_generator.state == ref.bit_generator.state
-        # isotropic: the design is the buffer itself; anisotropic: a rotated copy of it
+        # isotropic: the design is the buffer itself; anisotropic: a rotated copy of it,
+        # written into ``rotated`` when given
         assert (data.X is buf) == (design == "isotropic")
+        assert (data.X is rot) == (design == "anisotropic" and rotated is not None)
+
+
+def test_brown2024_sample_rotated_buffer_is_checked():
+    dgp = BrownDGP.draw(rng=np.random.default_rng(0), p=3, design="anisotropic")
+    buf = np.empty((4, 3))
+    with pytest.raises(ValueError, match="rotated must not share memory with out"):
+        dgp.sample(4, rng=np.random.default_rng(1), out=buf, rotated=buf)
+    with pytest.raises(ValueError, match=r"rotated must be a C-contiguous float64 ndarray"):
+        dgp.sample(4, rng=np.random.default_rng(1), rotated=np.empty((3, 4)).T)
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,20 @@ def _standard_normal(
     return standard_normals(rng, buf, compiled_from=_COMPILED_MIN_DRAWS)
 
 
+def _check_buffer(buf: Any, name: str, n: int, p: int) -> None:
+    """Require ``buf`` (unless None) to be a writeable C-contiguous float64 (n, p) array."""
+    if buf is None:
+        return
+    ok = isinstance(buf, np.ndarray) and buf.dtype == np.float64
+    if not (ok and buf.flags.c_contiguous and buf.shape == (n, p)):
+        raise ValueError(
+            f"{name} must be a C-contiguous float64 ndarray of shape ({n}, {p}); got "
+            f"{getattr(buf, 'dtype', type(buf).__name__)} {getattr(buf, 'shape', '')}"
+        )
+    if not buf.flags.writeable:
+        raise ValueError(f"{name} must be writeable")
+
+
 def _check_dim(v: Any, name: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
         raise ValueError(f"{name} must be a positive integer; got {v!r}")
@@ -767,34 +781,40 @@ class BrownDGP(SyntheticDGP):
         theta /= np.linalg.norm(theta)
         return cls(theta=theta, design=design, sigma=sigma, noise_mean=noise_mean)
 
-    def sample(self, n: int, *, rng: np.random.Generator, out: np.ndarray | None = None) -> Dataset:
-        """Sample ``n`` rows: the design, (anisotropic) its covariance, then the noise.
+    def sample(
+        self,
+        n: int,
+        *,
+        rng: np.random.Generator,
+        out: np.ndarray | None = None,
+        rotated: np.ndarray | None = None,
+    ) -> Dataset:
+        r"""Sample ``n`` rows: the design, (anisotropic) its covariance, then the noise.
 
         ``out``: an optional C-contiguous float64 (n, p) buffer the design's standard
         normals are drawn into (overwritten; the isotropic design is then ``out`` itself),
         so that a loop over many data sets of one shape touches the same memory instead
-        of faulting in fresh pages per data set (docs/scaling.md). The same values and
-        generator state as without it.
+        of faulting in fresh pages per data set (docs/scaling.md). ``rotated``: the same
+        for the anisotropic design, the normals times :math:`(U\Lambda^{1/2})^\top`
+        (the same product written into it; not ``out``; ignored for the isotropic
+        design). The same values and generator state as without them.
         """
         rng = check_rng(rng)
         n = _check_n(n)
         p = self.p
-        if out is not None:
-            ok = isinstance(out, np.ndarray) and out.dtype == np.float64
-            if not (ok and out.flags.c_contiguous and out.shape == (n, p)):
-                raise ValueError(
-                    f"out must be a C-contiguous float64 ndarray of shape ({n}, {p}); got "
-                    f"{getattr(out, 'dtype', type(out).__name__)} {getattr(out, 'shape', '')}"
-                )
-            if not out.flags.writeable:
-                raise ValueError("out must be writeable")
+        _check_buffer(out, "out", n, p)
+        if self.design == "anisotropic":
+            _check_buffer(rotated, "rotated", n, p)
+            if rotated is not None and out is not None and np.shares_memory(out, rotated):
+                raise ValueError("rotated must not share memory with out")
         X = _standard_normal(rng, (n, p), out=out)
         if self.design == "anisotropic":
             from scipy.stats import special_ortho_group
 
             lam = np.concatenate([[2.0, 1.0], rng.uniform(1.0, 2.0, size=max(p - 2, 0))])[:p]
             U = special_ortho_group.rvs(p, random_state=rng) if p > 1 else np.ones((1, 1))
-            X = X @ (U * np.sqrt(lam)).T  # rows ~ N(0, U diag(lam) U^T)
+            # rows ~ N(0, U diag(lam) U^T)
+            X = np.matmul(X, (U * np.sqrt(lam)).T, out=rotated)
         y = X @ self.theta + self.noise_mean + self.sigma * _standard_normal(rng, (n,))
         sources, steps = self._record(n)
         return Dataset(

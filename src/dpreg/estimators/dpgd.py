@@ -41,6 +41,7 @@ from dpreg._validation import (
     check_row_norm_bound,
     check_trials,
 )
+from dpreg.estimators._dpgd_fused_step import fused_evaluate
 from dpreg.estimators._dpgd_recent import RecentCertificate
 from dpreg.estimators.dpgd_centre import CentredCertificate
 from dpreg.estimators.dpgd_kernel import (
@@ -256,7 +257,10 @@ class ClippedGradientKernel:
         al.'s confidence-interval chains, ``kernel="fused"``). Equal to the block loop
         to rounding (sums reassociated); clip counts equal except for a residual within
         rounding of the clip level. For ``d <= 10`` the pass's narrow variant runs
-        (parameters padded to 11 entries instead of 12; the same bits).
+        (parameters padded to 11 entries instead of 12; the same bits). The bookkeeping
+        around the pass (distances, order, certified Gram terms) runs compiled for two
+        or more columns (:mod:`dpreg.estimators._dpgd_fused_step`; the same bits as the
+        numpy path, which ``compiled_step = False`` selects).
     centre : bool, default False
         Also certify around the (coordinate-wise) median of each call's parameters
         (:class:`~dpreg.estimators.dpgd_centre.CentredCertificate`): where a cost model
@@ -354,6 +358,9 @@ class ClippedGradientKernel:
                 (_CERTIFY_SLACK * norms * inv_B)[order],
                 self.metric_factor,
             )
+        # fused: the bookkeeping around the pass compiled (_dpgd_fused_step), the same
+        # bits as the numpy path below (False: that path, the tests' reference)
+        self.compiled_step = True
         self._layouts: dict[int, _BlockLayout] = {}
         self._zero: tuple[np.ndarray, np.ndarray, dict[str, int]] | None = None
         # (row, parameter) pairs, by how they were handled
@@ -498,6 +505,10 @@ class ClippedGradientKernel:
         """Evaluate by the block pass around the fixed reference point (class docstring)."""
         d, trials = theta.shape
         lay = self._layout(trials) if lay is None else lay
+        if self.fused and self.compiled_step:  # the same bits, bookkeeping compiled
+            out = fused_evaluate(self, theta, lay, _CERTIFY_SLACK, _METRIC_SLACK)
+            if out is not None:
+                return out
         dist = self._distance(theta)
         order = np.argsort(dist, kind="stable")
         ext = np.empty((d + 1, trials))

@@ -295,27 +295,35 @@ def _draw_data(
     sigma: float = 1.0,
     noise_mean: float = 0.0,
     out: np.ndarray | None = None,
+    rotated: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One data set of :class:`~dpreg.data.synthetic.BrownDGP`: ``(X, y, theta_star)``.
 
     Draws the truth then the data from ``rng`` (the order the studies' results rely on).
-    ``out``: a reused (n, p) buffer for the design's normals (``BrownDGP.sample``).
+    ``out``, ``rotated``: reused (n, p) buffers for the design's normals and (anisotropic)
+    its rotated copy (``BrownDGP.sample``).
     """
     dgp = BrownDGP.draw(rng=rng, p=p, design=design, sigma=sigma, noise_mean=noise_mean)
-    data = dgp.sample(n, rng=rng, out=out)
+    data = dgp.sample(n, rng=rng, out=out, rotated=rotated)
     return data.X, data.y, dgp.theta
 
 
-def _design_buffer(n: int, p: int, trials: int, design: str) -> np.ndarray | None:
-    """One (n, p) buffer for every trial's isotropic design (``None``: a new array each).
+def _design_buffers(
+    n: int, p: int, trials: int, design: str
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(n, p) buffers reused by every trial's design: ``(normals, rotated)`` (None: new arrays).
 
     Each data set's normals overwrite the last one's (used by nothing after its trial), so
     the pages are faulted in once per job, not per trial (up to 400 MB per data set in
-    Fig. 8b; the same values either way, docs/scaling.md). The anisotropic design is a
-    rotated copy of the normals, a new array anyway: a buffer there only kept the normals
-    alive longer (Fig. 9: no faster, 145 MB more memory), so it has none.
+    Fig. 8b; the same values either way, docs/scaling.md). The anisotropic design (Fig. 9)
+    is a rotated copy of the normals: it gets a second buffer for the copy (a buffer for
+    the normals alone only kept them alive longer: no faster, 145 MB more memory).
     """
-    return np.empty((n, p)) if trials > 1 and design == "isotropic" else None
+    if trials <= 1:
+        return None, None
+    if design == "isotropic":
+        return np.empty((n, p)), None
+    return np.empty((n, p)), np.empty((n, p))
 
 
 def _preload_compiled(draws: int) -> None:
@@ -416,7 +424,7 @@ def run_error_vs_dim(
     delta = float(P.delta)
     eps = zcdp_to_eps(float(P.rho), delta, method="simple")
     _preload_compiled(trials * n * (p + 1))
-    design_buffer = _design_buffer(n, p, trials, P.design)
+    normals, rotated = _design_buffers(n, p, trials, P.design)
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
@@ -427,7 +435,8 @@ def run_error_vs_dim(
             design=P.design,
             sigma=float(P.sigma),
             noise_mean=float(P.noise_mean),
-            out=design_buffer,
+            out=normals,
+            rotated=rotated,
         )
         # one run: the Gram kernel, whose X'X and row norms serve OLS and AdaSSP's bound
         kernel = GramRowGradient(X, y, float(P.clip_scale) * math.sqrt(p))
@@ -505,7 +514,7 @@ def run_cost_of_privacy(
     P = _params(BrownCostOfPrivacyParams, cell)
     n, p = int(P.n), int(P.p)
     _preload_compiled(trials * n * (p + 1))
-    design_buffer = _design_buffer(n, p, trials, P.design)
+    normals, rotated = _design_buffers(n, p, trials, P.design)
     rows = []
     for j in range(trials):
         rng = np.random.default_rng([seed, j])
@@ -516,7 +525,8 @@ def run_cost_of_privacy(
             design=P.design,
             sigma=float(P.sigma),
             noise_mean=float(P.noise_mean),
-            out=design_buffer,
+            out=normals,
+            rotated=rotated,
         )
         # one run on a large design: the Gram kernel (one product over the rows per
         # step), whose X'X is formed once for it, OLS and the noiseless path
