@@ -28,12 +28,9 @@ from dpreg.experiments import choquettechoo2023_iterates as it, _ftrl_iterates_j
 from dpreg.estimators import _dpgd_recent as dr, _dpgd_recent_jit as dj
 from dpreg.estimators import ambssgd_kernel as mk, _ambssgd_jit as mj
 from dpreg.estimators import _lanes_jit as lj
-<<<<<<< HEAD
 from dpreg.estimators import ftrl_logistic as fl, _logistic_grad_jit as gj
-=======
 from dpreg.estimators import _dpgd_fused_step_jit as fj
 from dpreg.estimators.dpgd import ClippedGradientKernel
->>>>>>> s23-brown
 
 X = np.random.default_rng(0).standard_normal((20, 300))
 ak.clip_block(X, np.ones((20, 1)), 1.0, np.ones(1), np.zeros(1))
@@ -51,30 +48,23 @@ lj.bartlett_lanes(np.eye(3), np.ones(3), np.ones(5), np.ones((5, 3)), np.zeros((
                   np.empty((5, 3, 3)))
 lj.certified_lanes(np.tile(np.eye(3), (5, 1, 1)), np.zeros(5), np.ones((5, 3)),
                    np.empty((5, 3)), np.empty(5, np.bool_), np.empty(5, np.bool_), 1024.0)
-<<<<<<< HEAD
 Xg = np.random.default_rng(3).uniform(size=(40, 4))
 fl._clipped_gradient_sum_compiled(Xg, np.eye(3)[np.arange(40) % 3], np.ones(40),
                                   np.zeros((2, 5), dtype=np.int64), np.ones((2, 4, 3)), 1.0)
 gj.noisy_step(np.ones((2, 4, 3)), np.ones((2, 4, 3)), np.ones((2, 4, 3)), True,
               np.ones((2, 4, 3)), True, 0.9, 32, 0.1)
-=======
 Xk = np.random.default_rng(3).standard_normal((60, 3))
 K = ClippedGradientKernel(Xk, np.ones(60), 1.0, fused=True)  # two columns: compiled bookkeeping
 K(np.random.default_rng(4).standard_normal((3, 4)))
->>>>>>> s23-brown
 out = {}
 for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows),
                 ("uniforms", cj.uniforms), ("sincos_loop", cj.sincos_loop),
                 ("iterate_steps", ij.iterate_steps), ("corrections", dj.corrections),
                 ("ambssgd_gathered", mj.gathered), ("bartlett_lanes", lj.bartlett_lanes),
-<<<<<<< HEAD
                 ("certified_lanes", lj.certified_lanes),
                 ("shift_by_row_max", gj.shift_by_row_max), ("residual_clip", gj.residual_clip),
-                ("noisy_step", gj.noisy_step)]:
-=======
-                ("certified_lanes", lj.certified_lanes), ("fused_prologue", fj.prologue),
+                ("noisy_step", gj.noisy_step), ("fused_prologue", fj.prologue),
                 ("fused_epilogue", fj.epilogue)]:
->>>>>>> s23-brown
     out[name] = [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
 print(json.dumps(out))
 """
