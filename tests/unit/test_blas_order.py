@@ -58,7 +58,7 @@ def test_ambssgd_gradient_shapes(shape):
 @pytest.mark.parametrize("d", [100, 200])
 def test_dpsgd_lane_shapes(d):
     rng = np.random.default_rng(d)
-    for M in range(880, 1130, 13):  # Poisson batches of expected size 1,000
+    for M in range(500, 1500, 9):  # Poisson batches of expected size 1,000 (and far beyond)
         Xb, r = rng.standard_normal((M, d)), rng.standard_normal((M, 20))
         assert swap_pays(M, d, 20, min_cols=100)
         _same(Xb, r)
