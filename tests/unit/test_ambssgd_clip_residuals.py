@@ -113,3 +113,31 @@ def test_stream_pass_is_bit_identical_to_the_reference(chunk_rows):
 def test_stream_pass_rejects_an_unknown_clip_kernel():
     with pytest.raises(ValueError, match="clip_kernel"):
         _pass("fortran", 1000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    D=st.integers(1, 3),
+    k=st.integers(0, 30),
+    R=st.integers(1, 40),
+    with_z=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+)
+def test_simd_clip_equals_the_scalar_pass_bit_for_bit(D, k, R, with_z, seed, scale):
+    """``clip_residuals``' SIMD pass (selects) against its scalar reference (branches)."""
+    rng = np.random.default_rng(seed)
+    Rm = rng.standard_normal((D, k, R)) * scale
+    base = rng.standard_normal((D, k))
+    z = rng.standard_normal((D, k)) if with_z else None
+    sig = rng.choice([0.0, 0.01, 1.0], size=R)
+    norms = np.abs(rng.standard_normal((D, k))) * 3.0
+    if k:
+        norms[0, 0] = 0.0  # a zero row: the factor zeta / 0 is computed, never kept
+    zeta = rng.choice([0.0, 0.05, 0.5, 2.0, math.inf], size=(D, R))
+    got, want = Rm.copy(), Rm.copy()
+    c_got, c_want = np.full((D, R), 7.0), np.full((D, R), 7.0)
+    clip_residuals(got, base, z, sig, norms, zeta, c_got, simd=True)
+    clip_residuals(want, base, z, sig, norms, zeta, c_want, simd=False)
+    assert got.tobytes() == want.tobytes()
+    assert c_got.tobytes() == c_want.tobytes()

@@ -148,3 +148,74 @@ def test_blocked_step_equals_rowwise_bit_for_bit(seed, n, d, trials, M, clip):
     for a, b in zip(*out, strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(out[0][2], mask.sum(axis=1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    M=st.integers(0, 40),
+    R=st.integers(1, 70),
+    noisy=st.booleans(),
+    clip_scale=st.sampled_from([1e-3, 0.3, 1.0, 1e6]),
+)
+def test_simd_lane_clipping_equals_the_reference_bit_for_bit(seed, M, R, noisy, clip_scale):
+    """``clip_lanes_simd`` (lanes in SIMD registers) against ``_clip_kernel`` (issue 18)."""
+    from dpreg.estimators.dpsgd_poisson import _clip_kernel, _clip_kernel_simd
+
+    rng = np.random.default_rng(seed)
+    Rm = rng.normal(size=(M, R)) * rng.uniform(0.1, 10.0)
+    base, noise, xnorm = rng.normal(size=M), rng.normal(size=M), rng.uniform(0.0, 5.0, M)
+    sig, clip = rng.uniform(0.0, 1.0, R), clip_scale * rng.uniform(0.5, 2.0, R)
+    got, want = Rm.copy(), Rm.copy()
+    c_got = np.full(R, float(rng.integers(0, 10**6)))
+    c_want = c_got.copy()
+    _clip_kernel()(want, base, noise, sig, xnorm, clip, c_want, noisy)
+    _clip_kernel_simd()(got, base, noise, sig, xnorm, clip, c_got, noisy, np.empty(R, np.int64))
+    assert got.tobytes() == want.tobytes()
+    assert c_got.tobytes() == c_want.tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 3000),
+    q=st.sampled_from([1e-3, 0.01, 0.3, 0.9, 1.0]),
+)
+def test_one_trial_positions_equal_the_masked_draw(seed, n, q):
+    """``poisson_positions_one``: the valid entries of ``poisson_positions(n, q, 1)``."""
+    from dpreg.estimators.dpsgd_poisson import poisson_positions, poisson_positions_one
+
+    r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
+    for _ in range(3):
+        pos, mask = poisson_positions(n, q, 1, r1)
+        got = poisson_positions_one(n, q, r2)
+        assert got.dtype == pos.dtype
+        np.testing.assert_array_equal(got, pos[0][mask[0]])
+    assert r1.bit_generator.state == r2.bit_generator.state
+
+
+@pytest.mark.parametrize("d", [100, 200])
+def test_stream_runs_at_the_study_shape_are_bit_identical(d):
+    """E3's lanes (d = 100, 200; 20 lanes; ~1,000 rows a step): the compiled path, with
+    its SIMD clipping and its swapped product ``(r' X_b)'``, against the numpy reference."""
+    from dpreg.estimators.dpsgd_poisson import dp_sgd_poisson_stream_runs
+
+    X, y = _data(20000, d, seed=5)
+    noise = np.random.default_rng(9).normal(size=20000)
+
+    def rows(pos):
+        return X[pos], y[pos], noise[pos]
+
+    R = 20
+    kw = dict(
+        sigma=np.repeat([0.01, 0.0], R // 2), clip=np.geomspace(0.5, 40.0, R),
+        eta=np.full(R, 0.05), noise_multiplier=np.full(R, 0.8), batch_size=1000, steps=12,
+    )  # fmt: skip
+    fast = dp_sgd_poisson_stream_runs(
+        rows, 20000, d, rng=np.random.default_rng(2), kernel="numba", **kw
+    )
+    ref = dp_sgd_poisson_stream_runs(
+        rows, 20000, d, rng=np.random.default_rng(2), kernel="numpy", **kw
+    )
+    assert fast[0].tobytes() == ref[0].tobytes()
+    assert fast[1].tobytes() == ref[1].tobytes()

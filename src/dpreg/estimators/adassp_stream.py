@@ -30,6 +30,7 @@ from dpreg._validation import (
     check_trials,
 )
 from dpreg.estimators.adassp import adassp_release, check_adassp_options
+from dpreg.estimators.blas_order import at_b
 from dpreg.privacy.budgets import ApproxDP
 from dpreg.results import Fit
 
@@ -137,13 +138,18 @@ class AdasspStatistics:
         Xc, Yc, _, finite = clip_block(X, Y, self.bound_X, self.bound_y, clipped)
         if not finite:
             raise ValueError("X and Y must be finite")
-        self._accumulate(Xc, Yc)
+        self._accumulate(Xc, Yc, swap=True)
         return clipped
 
-    def _accumulate(self, X: np.ndarray, Y: np.ndarray) -> None:
-        """Add checked rows to the sums."""
+    def _accumulate(self, X: np.ndarray, Y: np.ndarray, *, swap: bool = False) -> None:
+        r"""Add checked rows to the sums.
+
+        ``swap``: :math:`X^\top Y` as :math:`(Y^\top X)^\top`
+        (:func:`~dpreg.estimators.blas_order.at_b`: the same bits with this machine's
+        OpenBLAS, 1.5-3x faster from d = 50 at 16,384 rows; the compiled path's).
+        """
         self.xtx += X.T @ X
-        self.xty += X.T @ Y
+        self.xty += at_b(X, Y, swap=swap)
         self.yty += np.einsum("ij,ij->j", Y, Y)
         self.n += X.shape[0]
 

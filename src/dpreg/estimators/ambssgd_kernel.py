@@ -231,8 +231,23 @@ def stat_magnitudes(
 
 
 @cache
+def _clip_kernel_simd() -> Any:
+    """Return the residuals' clipping pass with the runs in SIMD registers.
+
+    :func:`dpreg.estimators._ambssgd_clip_jit.clip_simd`: :func:`_clip_kernel`'s values
+    (the reference; the same bits, tested), compiled or loaded from numba's cache.
+    """
+    from dpreg.estimators._ambssgd_clip_jit import clip_simd
+
+    return clip_simd
+
+
+@cache
 def _clip_kernel() -> Any:
-    """Compile (or load from numba's cache) the residuals' elementwise clipping pass."""
+    """Compile (or load from numba's cache) the residuals' elementwise clipping pass.
+
+    The reference of :func:`_clip_kernel_simd` (the same bits).
+    """
     import numba
 
     @numba.njit(cache=True, nogil=True)
@@ -266,6 +281,8 @@ def clip_residuals(
     norms: np.ndarray,
     zeta: np.ndarray,
     clipped: np.ndarray,
+    *,
+    simd: bool = True,
 ) -> np.ndarray:
     r"""Turn products :math:`x_i^\top w_r` into clipped residuals, in place; count the clips.
 
@@ -291,6 +308,9 @@ def clip_residuals(
         Clip levels (``inf``: no clipping).
     clipped : ndarray, shape (D, R)
         Float counts, incremented in place.
+    simd : bool, default True
+        The runs in SIMD registers (:mod:`dpreg.estimators._ambssgd_clip_jit`, selects
+        instead of branches); False: the scalar reference pass. The same bits.
 
     Returns
     -------
@@ -308,8 +328,12 @@ def clip_residuals(
     if Rm.ndim != 3 or not Rm.flags.c_contiguous:
         raise ValueError("Rm must be a C-contiguous (D, k, R) array")
     has_z = z is not None
-    _clip_kernel()(
+    args = (
         Rm, base, base if z is None else z, np.ascontiguousarray(sigma, dtype=np.float64),
         norms, np.ascontiguousarray(zeta, dtype=np.float64), clipped, has_z,
     )  # fmt: skip
+    if simd:
+        _clip_kernel_simd()(*args, np.empty(Rm.shape[2], dtype=np.int64))
+    else:
+        _clip_kernel()(*args)
     return Rm

@@ -48,6 +48,7 @@ from dpreg._validation import (
     check_trials,
 )
 from dpreg.estimators.ambssgd_privacy import ACCOUNTANTS, calibrate_poisson_dpsgd
+from dpreg.estimators.blas_order import at_b, swap_pays
 from dpreg.privacy.budgets import ApproxDP, check_approx_dp_budget
 from dpreg.results import Fit
 
@@ -58,6 +59,7 @@ __all__ = [
     "dp_sgd_poisson_stream_runs",
     "fit_dp_sgd_poisson",
     "poisson_positions",
+    "poisson_positions_one",
 ]
 
 
@@ -180,8 +182,24 @@ def _step_kernel() -> Any:
 
 
 @cache
+def _clip_kernel_simd() -> Any:
+    """Return the lanes' residual clipping of one step, the lanes in SIMD registers.
+
+    :func:`dpreg.estimators._dpsgd_lanes_jit.clip_lanes_simd`: the arithmetic of
+    :func:`_clip_kernel` (the reference) per entry, its counts summed once per call (the
+    same bits, tested); compiled or loaded from numba's cache on first use.
+    """
+    from dpreg.estimators._dpsgd_lanes_jit import clip_lanes_simd
+
+    return clip_lanes_simd
+
+
+@cache
 def _clip_kernel() -> Any:
-    """Compile (or load from numba's cache) the lanes' residual clipping of one step."""
+    """Compile (or load from numba's cache) the lanes' residual clipping of one step.
+
+    The reference of :func:`_clip_kernel_simd` (the same bits).
+    """
     import numba
 
     @numba.njit(cache=True, nogil=True)
@@ -220,6 +238,31 @@ def poisson_positions(
     width = int(mask.sum(axis=1).max()) if mask.any() else 1
     pos, mask = pos[:, :width], mask[:, :width]
     return np.where(mask, pos, 0), mask
+
+
+def poisson_positions_one(n: int, q: float, rng: np.random.Generator) -> np.ndarray:
+    """Return the sampled indices of one Poisson(q) subsample of ``range(n)``, increasing.
+
+    The valid entries of ``poisson_positions(n, q, 1, rng)`` (the same geometric draws,
+    the same calls on ``rng``) without its padding and mask: the positions are strictly
+    increasing, so the sample is a prefix cut by one binary search (half the numpy calls
+    of one DP-SGD step's draw; tested equal, ``tests/unit/test_dpsgd_poisson_kernel.py``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = poisson_positions_one(100, 0.1, np.random.default_rng(0))
+    >>> pos, mask = poisson_positions(100, 0.1, 1, np.random.default_rng(0))
+    >>> bool(np.array_equal(a, pos[0][mask[0]]))
+    True
+    """
+    M = int(q * n + 8.0 * math.sqrt(q * n + 1.0) + 16)
+    pos = np.cumsum(rng.geometric(q, size=(1, M))[0])
+    pos -= 1
+    while pos[-1] < n:  # rare: the draw did not reach the end of the data
+        more = np.cumsum(rng.geometric(q, size=(1, M))[0])
+        pos = np.concatenate([pos, pos[-1] + more])
+    return pos[: int(np.searchsorted(pos, n))]
 
 
 def dp_sgd_poisson_runs(
@@ -298,7 +341,11 @@ def dp_sgd_poisson_stream_runs(
     lanes, the reference's elementwise operations in its order (bit-identical,
     ``tests/unit/test_dpsgd_poisson_kernel.py``); ``"numpy"`` the reference; ``"auto"``
     compiled when numba is already loaded or ``steps * batch_size * R`` reaches
-    :data:`AUTO_MIN_ROWS`.
+    :data:`AUTO_MIN_ROWS`. The compiled path runs the lanes in SIMD registers
+    (:mod:`dpreg.estimators._dpsgd_lanes_jit`) and, from d = 100, forms
+    :math:`X_b^\top r` as :math:`(r^\top X_b)^\top`
+    (:func:`~dpreg.estimators.blas_order.at_b`; the same bits with this machine's
+    OpenBLAS, tested at the study's shapes).
 
     Examples
     --------
@@ -327,12 +374,12 @@ def dp_sgd_poisson_stream_runs(
     if kernel == "auto":
         big = steps * batch_size * R >= AUTO_MIN_ROWS
         kernel = "numba" if big or "numba" in sys.modules else "numpy"
-    clip_lanes = _clip_kernel() if kernel == "numba" else None
+    clip_lanes = _clip_kernel_simd() if kernel == "numba" else None
     sig_c = np.ascontiguousarray(np.broadcast_to(sig, (R,)))
     r_buf = np.empty((0, R))
+    count = np.empty(R, dtype=np.int64)  # the compiled pass's scratch counts
     for t in range(steps):
-        pos, mask = poisson_positions(n, q, 1, rng)
-        pos = pos[0][mask[0]]
+        pos = poisson_positions_one(n, q, rng)  # poisson_positions' sampled indices
         Xb, base_b, noise_b = rows(pos)  # (M, d), (M,), (M,) or None
         if clip_lanes is not None:
             if r_buf.shape[0] < pos.size:  # reused, as the rows of ``gather`` above
@@ -342,8 +389,10 @@ def dp_sgd_poisson_stream_runs(
             has_noise = noise_b is not None
             noise_c = np.ascontiguousarray(noise_b) if has_noise else base_b
             clip_lanes(r, np.ascontiguousarray(base_b), noise_c, sig_c, xnorm, clip, clipped,
-                       has_noise)  # fmt: skip
+                       has_noise, count)  # fmt: skip
             seen += pos.size
+            # Xb' r as (r' Xb)': the same sums, faster from d = 100 (blas_order)
+            xtr = at_b(Xb, r, swap=swap_pays(pos.size, d, R, min_cols=100))
         else:
             y = base_b[:, None] if noise_b is None else base_b[:, None] + noise_b[:, None] * sig
             r = Xb @ W - y  # (M, R)
@@ -351,7 +400,8 @@ def dp_sgd_poisson_stream_runs(
             clipped += (gnorm > clip).sum(axis=0)
             seen += pos.size
             r *= clip / np.maximum(gnorm, clip)  # r min{1, C/||g||}
-        total = Xb.T @ r + noise_std * rng.standard_normal((d, R))
+            xtr = Xb.T @ r
+        total = xtr + noise_std * rng.standard_normal((d, R))
         W -= eta * total / batch_size
         if t + 1 >= tail_start:
             W_sum += W
