@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpreg.estimators.blas_order import at_b, swap_pays
+from dpreg.estimators import blas_order
+from dpreg.estimators.blas_order import at_b, swap_pays, swap_verified
 
 # DP-AMBSSGD's batch chunks (replicates D, rows k, d, runs R) of every varshney_sim cell of
 # config/config.yaml: the chunk of _WORK_ELEMENTS and the remainder of each block.
@@ -41,6 +42,10 @@ AMBSSGD_SHAPES = [
 def _same(A, B):
     plain = np.matmul(np.swapaxes(A, -1, -2), B)
     swapped = at_b(A, B, swap=True)
+    # the swapped form itself, whether or not at_b uses it on this machine's BLAS
+    explicit = np.swapaxes(np.matmul(np.swapaxes(B, -1, -2), A), -1, -2)
+    if swap_verified():
+        assert np.ascontiguousarray(explicit).tobytes() == plain.tobytes()
     assert np.ascontiguousarray(swapped).tobytes() == plain.tobytes()
     assert at_b(A, B, swap=False).tobytes() == plain.tobytes()
 
@@ -91,3 +96,23 @@ def test_swap_rule():
     assert swap_pays(524, 200, 10, min_cols=50)  # E3's chunks at d = 200
     assert not swap_pays(483, 200, 10, min_cols=50)  # below the small-matrix limit
     assert not swap_pays(2475, 20, 34, min_cols=50)  # d = 20: slower swapped
+
+
+def test_unverified_blas_takes_the_plain_product(monkeypatch):
+    """With a BLAS not in VERIFIED_BLAS, at_b returns the plain product (a C-ordered array)."""
+    A, B = np.random.default_rng(5).standard_normal((2, 600, 60))[:, :, :30], np.ones((600, 3))
+    A = A[0]
+    monkeypatch.setattr(blas_order, "swap_verified", lambda: False)
+    out = at_b(A, B, swap=True)
+    assert out.flags.c_contiguous and out.tobytes() == (A.T @ B).tobytes()
+    monkeypatch.setattr(blas_order, "swap_verified", lambda: True)
+    assert not at_b(A, B, swap=True).flags.c_contiguous  # the transposed view of (B'A)
+
+
+def test_this_blas_is_read():
+    """numpy's BLAS is found: on this project's wheels it is OpenBLAS with an architecture."""
+    from threadpoolctl import threadpool_info
+
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    assert blas, "no BLAS found by threadpoolctl"
+    assert isinstance(swap_verified(), bool)

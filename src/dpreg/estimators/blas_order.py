@@ -22,9 +22,43 @@ reference path.
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
-__all__ = ["SWAP_MIN_WORK", "at_b", "swap_pays"]
+__all__ = ["SWAP_MIN_WORK", "VERIFIED_BLAS", "at_b", "swap_pays", "swap_verified"]
+
+VERIFIED_BLAS = frozenset({("openblas", "SkylakeX")})
+"""(library, kernel architecture) pairs of numpy's BLAS on which the swapped form was
+checked bit for bit at every shape the jobs use (``tests/unit/test_blas_order.py``). With any
+other BLAS, :func:`at_b` computes the plain product, so a machine whose BLAS might order the
+sums differently keeps its own plain product's bits."""
+
+
+@cache
+def swap_verified() -> bool:
+    """Whether numpy's BLAS in this process is one of :data:`VERIFIED_BLAS`.
+
+    Read once per process from :func:`threadpoolctl.threadpool_info` (the library loaded
+    from numpy's own folder, and the kernel architecture OpenBLAS chose at run time).
+
+    Examples
+    --------
+    >>> isinstance(swap_verified(), bool)
+    True
+    """
+    import os
+
+    from threadpoolctl import threadpool_info
+
+    numpy_dir = os.path.dirname(os.path.dirname(np.__file__))
+    for info in threadpool_info():
+        path = str(info.get("filepath", ""))
+        if info.get("user_api") == "blas" and path.startswith(numpy_dir) and "numpy" in path:
+            pair = (info.get("internal_api"), info.get("architecture"))
+            return pair in VERIFIED_BLAS
+    return False
+
 
 SWAP_MIN_WORK = 1_000_000
 """Multiply-adds per matrix product from which the swapped form is used. Below it OpenBLAS
@@ -52,7 +86,8 @@ def at_b(A: np.ndarray, B: np.ndarray, *, swap: bool = True) -> np.ndarray:
 
     ``A`` (..., k, m), ``B`` (..., k, n) -> (..., m, n). ``swap=True`` computes
     ``(B^T A)^T`` (a transposed view of a C-contiguous product), ``False`` the plain
-    ``A^T B``; the same bits with this machine's OpenBLAS (module docstring).
+    ``A^T B``; the same bits with this machine's OpenBLAS (module docstring). The swap is
+    made only where :func:`swap_verified` holds; elsewhere the plain product.
 
     Examples
     --------
@@ -62,6 +97,6 @@ def at_b(A: np.ndarray, B: np.ndarray, *, swap: bool = True) -> np.ndarray:
     >>> at_b(A, B).tolist(), bool(np.array_equal(at_b(A, B), A.T @ B))
     ([[6.0], [9.0]], True)
     """
-    if swap:
+    if swap and swap_verified():
         return np.swapaxes(np.matmul(np.swapaxes(B, -1, -2), A), -1, -2)
     return np.matmul(np.swapaxes(A, -1, -2), B)
