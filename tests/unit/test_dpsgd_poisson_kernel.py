@@ -219,3 +219,39 @@ def test_stream_runs_at_the_study_shape_are_bit_identical(d):
     )
     assert fast[0].tobytes() == ref[0].tobytes()
     assert fast[1].tobytes() == ref[1].tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(45, 400),
+    d=st.integers(1, 40),
+    trials=st.integers(1, 6),
+    clip=st.sampled_from([0.05, 0.5, 5.0, 1e9]),
+    fortran=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_numpy_kernel_equals_the_numpy_reference_bit_for_bit(n, d, trials, clip, fortran, seed):
+    # kernel="numpy" (rows taken from a row-major copy, row norms once) against the former
+    # gathers of kernel="numpy_reference": the same values, the same bits
+    X, y = _data(n, d, seed % 1000)
+    if fortran:  # a prepared table's X is column-major
+        X = np.asfortranarray(X)
+    kw = dict(budget=ApproxDP(1.0, 1e-4), trials=trials, clip=clip, eta=0.2)
+    kw |= dict(batch_size=max(1.0, n / 10), n_public=n, epochs=1.5)
+    fast = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(seed), kernel="numpy", **kw)
+    ref = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(seed), kernel="numpy_reference", **kw)
+    np.testing.assert_array_equal(fast.theta, ref.theta)
+    np.testing.assert_array_equal(
+        fast.nonprivate_diagnostics["clip_fraction"], ref.nonprivate_diagnostics["clip_fraction"]
+    )
+    assert fast.budget_spent == ref.budget_spent
+
+
+def test_auto_kernel_below_the_threshold_is_the_numpy_reference_bit_for_bit():
+    X, y = _data(1500, 7, 3)
+    X = np.asfortranarray(X)
+    kw = dict(budget=ApproxDP(0.5, 1e-6), trials=20, clip=0.3, eta=0.4, batch_size=39.0)
+    kw |= dict(n_public=1500)
+    auto = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(8), **kw)
+    ref = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(8), kernel="numpy_reference", **kw)
+    np.testing.assert_array_equal(auto.theta, ref.theta)

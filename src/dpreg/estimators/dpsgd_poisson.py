@@ -63,9 +63,10 @@ __all__ = [
 ]
 
 
-POISSON_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
-"""Kernels of :func:`fit_dp_sgd_poisson`: compiled in-place reads, the numpy reference, or
-``"auto"`` (compiled from :data:`AUTO_MIN_ROWS` expected sampled rows)."""
+POISSON_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy", "numpy_reference")
+"""Kernels of :func:`fit_dp_sgd_poisson`: compiled in-place reads, numpy on gathered copies
+(``"numpy"``, the same bits as ``"numpy_reference"``, the former gathers), or ``"auto"``
+(compiled from :data:`AUTO_MIN_ROWS` expected sampled rows)."""
 
 AUTO_MIN_ROWS = 1 << 22
 """``kernel="auto"`` sums with the compiled kernel when trials x steps x batch size reaches
@@ -218,6 +219,63 @@ def _clip_kernel() -> Any:
                 Rm[m, r] = v * (clip[r] / max(g, clip[r]))
 
     return clip_lanes
+
+
+def _numpy_step_reference(
+    X: np.ndarray, y: np.ndarray, pos: np.ndarray, mask: np.ndarray, W: np.ndarray,
+    clip: float, clipped: np.ndarray, seen: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """One step's clipped gradient sums (trials, d), by numpy on gathered copies.
+
+    The reference of ``kernel="numpy"`` (:class:`_GatheredSums`, the same values bit for
+    bit); updates the counts ``clipped`` and ``seen`` in place.
+    """
+    Xb = X[pos]  # (trials, M, d)
+    r = np.einsum("kmd,kd->km", Xb, W) - y[pos]
+    gnorm = np.abs(r) * np.sqrt(np.einsum("kmd,kmd->km", Xb, Xb))
+    over = (gnorm > clip) & mask
+    clipped += over.sum(axis=1)
+    seen += mask.sum(axis=1)
+    coef = np.where(mask, r * (clip / np.maximum(gnorm, clip)), 0.0)
+    return np.einsum("kmd,km->kd", Xb, coef)
+
+
+class _GatheredSums:
+    r""":func:`_numpy_step_reference` with the gathers and row norms made cheaper (issue 18).
+
+    The same numpy operations on the same values, so the same bits (tested): the
+    sampled rows are taken (``np.take``, one contiguous row per index) from a row-major
+    copy of ``X`` into a buffer reused across steps, instead of fancy-indexing the
+    column-major table into a fresh array every step; the row norms
+    :math:`\|x_i\|` are computed once per row of ``X`` by the same ``einsum``
+    reduction over a contiguous row that the reference applies to each gathered copy,
+    and taken at the sampled positions.
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray) -> None:
+        self.X = np.ascontiguousarray(X)
+        self.y = np.ascontiguousarray(y)
+        self.norms = np.sqrt(np.einsum("id,id->i", self.X, self.X))
+        self.buf = np.empty((0, X.shape[1]))
+
+    def step(
+        self, pos: np.ndarray, mask: np.ndarray, W: np.ndarray, clip: float,
+        clipped: np.ndarray, seen: np.ndarray,
+    ) -> np.ndarray:  # fmt: skip
+        """Return the step's sums (trials, d) and update the counts, as the reference."""
+        d = self.X.shape[1]
+        if self.buf.shape[0] < pos.size:
+            self.buf = np.empty((pos.size + pos.size // 8, d))
+        # mode="clip": unbuffered (positions are in [0, n): the same rows)
+        Xb = np.take(self.X, pos, axis=0, out=self.buf[: pos.size].reshape(*pos.shape, d),
+                     mode="clip")  # fmt: skip
+        r = np.einsum("kmd,kd->km", Xb, W) - np.take(self.y, pos)
+        gnorm = np.abs(r) * np.take(self.norms, pos)
+        over = (gnorm > clip) & mask
+        clipped += over.sum(axis=1)
+        seen += mask.sum(axis=1)
+        coef = np.where(mask, r * (clip / np.maximum(gnorm, clip)), 0.0)
+        return np.einsum("kmd,km->kd", Xb, coef)
 
 
 def poisson_positions(
@@ -454,9 +512,11 @@ def fit_dp_sgd_poisson(
         accepted like every other estimator's and checked against the data (never
         clipped); the mechanism is set by ``clip``, so they change nothing else.
         ``None``: no bound declared.
-    kernel : {"auto", "numba", "numpy"}, default "auto"
+    kernel : {"auto", "numba", "numpy", "numpy_reference"}, default "auto"
         How each step's clipped gradients are summed: compiled, reading the sampled
-        rows in place, or the numpy reference (gathered copies); ``"auto"`` is
+        rows in place, or numpy on gathered copies (``"numpy"``: rows taken from a
+        row-major copy into a reused buffer, row norms computed once; bit for bit the
+        values of ``"numpy_reference"``, the former gathers); ``"auto"`` is
         ``"numba"`` when ``trials * steps * batch_size >= AUTO_MIN_ROWS``
         (:math:`2^{22}`), else ``"numpy"``. Same draws, same result up to rounding.
 
@@ -518,20 +578,17 @@ def fit_dp_sgd_poisson(
         # rows contiguous for the kernel (a prepared table's X is column-major: row i
         # of it spans d cache lines); the same values, so the same sums (issue 18)
         X_rows = np.ascontiguousarray(X)
+    elif kernel == "numpy":
+        gathered = _GatheredSums(X, y)
     for t in range(steps):
         pos, mask = poisson_positions(n, q, trials, rng)
         if kernel == "numba":
             total = np.zeros((trials, d))
             step_kernel(X_rows, y, norms, pos, mask, W, clip, total, clipped, seen)
+        elif kernel == "numpy":
+            total = gathered.step(pos, mask, W, clip, clipped, seen)
         else:
-            Xb = X[pos]  # (trials, M, d)
-            r = np.einsum("kmd,kd->km", Xb, W) - y[pos]
-            gnorm = np.abs(r) * np.sqrt(np.einsum("kmd,kmd->km", Xb, Xb))
-            over = (gnorm > clip) & mask
-            clipped += over.sum(axis=1)
-            seen += mask.sum(axis=1)
-            coef = np.where(mask, r * (clip / np.maximum(gnorm, clip)), 0.0)
-            total = np.einsum("kmd,km->kd", Xb, coef)
+            total = _numpy_step_reference(X, y, pos, mask, W, clip, clipped, seen)
         total += sigma_dp * clip * rng.standard_normal((trials, d))
         W = W - eta * total / batch_size
         if t + 1 >= tail_start:

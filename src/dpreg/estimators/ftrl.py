@@ -775,8 +775,10 @@ def _data_steps(
     for _ in range(epochs):
         for start in range(0, steps_per_epoch, block):
             idx = by_step[start : start + block]
-            X_block, y_block = X[idx], y[idx]  # (k, trials, b, d), (k, trials, b)
-            n_block = row_norms[idx] if finite else None
+            # np.take: the same rows as X[idx], 2-4x faster at these sizes (issue 18)
+            X_block = np.take(X, idx, axis=0)  # (k, trials, b, d)
+            y_block = np.take(y, idx)  # (k, trials, b)
+            n_block = np.take(row_norms, idx) if finite else None
             for k in range(idx.shape[0]):
                 Xb = X_block[k]
                 resid = np.einsum("tbd,td->tb", Xb, theta) - y_block[k]
