@@ -1,7 +1,8 @@
 """Issue 18 (session 23) changes to the IV reference path and the Section 4.1 data: same bits.
 
-* :func:`dpreg.estimators._iv_rows_jit.scale_rows` (``R *= f[:, None]`` compiled) against
-  numpy's product, entry for entry (signed zeros, subnormals, inf and NaN included);
+* :mod:`dpreg.estimators._iv_rows_jit`'s clipping of a block (products, count, maximum,
+  division, scaling) against the reference's numpy lines, entry for entry (signed zeros,
+  subnormals, inf, NaN and ties with the threshold included);
 * a batched design's sufficient statistics computed on first use (``_STATISTICS_PATH =
   "lazy"``) against the eager reference;
 * :func:`dpreg.data.synthetic.sample_iv_batch` accumulated in place against the reference
@@ -24,8 +25,9 @@ from hypothesis.extra import numpy as hnp
 from dpreg.data import synthetic
 from dpreg.data.synthetic import IVLinearDGP, draw_iv_truth_batch, sample_iv_batch
 from dpreg.estimators import iv
-from dpreg.estimators._iv_rows_jit import scale_rows
+from dpreg.estimators._iv_rows_jit import clip_first_stage, clip_second_stage
 from dpreg.estimators.iv import (
+    _clip_factors,
     _prepare,
     fit_dp_two_stage_gd,
     fit_dp_two_stage_gd_beta,
@@ -52,37 +54,63 @@ _floats = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
+def _numpy_first(R, a, zn, clip):
+    """The reference's lines of :func:`dpreg.estimators.iv._batched_block_per_trial`."""
+    a *= zn
+    f, c = _clip_factors(a, clip, 0)
+    R *= f[..., None]
+    return int(c)
+
+
+def _numpy_second(e, w_norm, clip):
+    a = np.abs(e)
+    a *= w_norm
+    f, c = _clip_factors(a, clip, 0)
+    e *= f
+    return int(c)
+
+
+@settings(max_examples=80, deadline=None)
 @given(
     data=st.data(),
     m=st.integers(1, 40),
     p=st.integers(1, 12),
+    clip=st.sampled_from([1e-300, 0.5, 1.0, 3.0, 1e300, math.inf]),
     layout=st.sampled_from(["C", "F", "strided"]),
 )
-def test_scale_rows_is_numpys_product(data, m, p, layout):
+def test_compiled_clipping_is_numpys(data, m, p, clip, layout):
     R = data.draw(hnp.arrays(np.float64, (m, p), elements=_floats))
-    f = data.draw(hnp.arrays(np.float64, (m,), elements=_floats))
+    a = np.abs(data.draw(hnp.arrays(np.float64, (m,), elements=_floats)))
+    zn = np.abs(data.draw(hnp.arrays(np.float64, (m,), elements=_floats)))
+    e = data.draw(hnp.arrays(np.float64, (m,), elements=_floats))
+    if data.draw(st.booleans()):  # ties with the threshold
+        a[: m // 2] = clip
+        zn[: m // 2] = 1.0
     if layout == "F":
         R = np.asfortranarray(R)
     elif layout == "strided":
         R = np.repeat(R, 2, axis=1)[:, ::2]
-    ref = R.copy()
-    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
-        ref *= f[:, None]
-    scale_rows(R, f)
-    _same(R, ref, "scale_rows")
+    with np.errstate(all="ignore"):
+        R_ref, a_ref, e_ref = R.copy(), a.copy(), e.copy()
+        c_ref = _numpy_first(R_ref, a_ref, zn, clip)
+        c2_ref = _numpy_second(e_ref, np.abs(zn), clip)
+        c = clip_first_stage(R, a, zn, clip)
+        c2 = clip_second_stage(e, np.abs(zn), clip)
+    assert c == c_ref and c2 == c2_ref
+    _same(R, R_ref, "R")
+    _same(a, a_ref, "f")
+    _same(e, e_ref, "e")
 
 
-def test_row_scaling_is_used_in_the_per_trial_blocks(monkeypatch):
+def test_compiled_clipping_is_used_in_the_per_trial_blocks(monkeypatch):
     calls = []
-    real = iv._scale_rows
-    monkeypatch.setattr(iv, "_scale_rows", lambda R, f: (calls.append(R.shape), real(R, f)))
+    real = iv._compiled_rows
+    monkeypatch.setattr(iv, "_compiled_rows", lambda size: calls.append(size) or real(size))
     Z, X, y = _data(0, trials=2, n=300, q=16, p=16)
     fit_dp_two_stage_gd(Z, X, y, rho1=1.0, rho2=1.0, rng=np.random.default_rng(1), T=2,
                         step_theta=1.0, step_beta=0.01, clip_theta=20.0, clip_beta=20.0,
                         trials=2, return_path=False, kernel="rows")  # fmt: skip
-    assert calls and all(shape == (300, 16) for shape in calls)
-    assert 300 * 16 >= iv._ROW_SCALE_MIN
+    assert calls and all(size == 300 * 16 and real(size) for size in calls)
 
 
 def _data(seed, *, trials, n, q, p, r=None):

@@ -112,7 +112,8 @@ _BLOCK_ELEMENTS_BATCHED = 1 << 22
 # whole block's (p = q = 50, n = 8000, 50 trials: 0.21 -> 0.15 s per step; issue 18).
 _PER_TRIAL_MIN_WORK = 1 << 16
 _ROW_SCALE_PATH = "compiled"
-"""``"compiled"``: :func:`_scale_rows` by numba when loaded; ``"numpy"``: the reference."""
+"""``"compiled"``: the per-trial blocks clip by numba when loaded (:func:`_compiled_rows`);
+``"numpy"``: the reference's numpy calls."""
 _ROW_SCALE_MIN = 1 << 12
 _STATISTICS_PATH = "lazy"
 """``"lazy"``: a batched design's sufficient statistics are computed on first use;
@@ -477,20 +478,15 @@ def _clip_factors(norms: np.ndarray, clip: float, sample_axis: int) -> tuple[np.
     return norms, count
 
 
-def _scale_rows(R: np.ndarray, f: np.ndarray) -> None:
-    """``R *= f[:, None]`` for (m, p) ``R``: compiled when numba is loaded already.
+def _compiled_rows(size: int) -> bool:
+    """Whether :func:`_batched_block_per_trial` clips through the compiled passes.
 
-    :func:`dpreg.estimators._iv_rows_jit.scale_rows` performs the same product per entry
-    (the same bits); it is used only in a process that has imported numba (the studies'
-    large data draws do), so it never costs an import, and from :data:`_ROW_SCALE_MIN`
-    values, below which numpy's loop is as fast.
+    :mod:`dpreg.estimators._iv_rows_jit` performs the reference's elementwise operations
+    on every entry (the same bits); it is used only in a process that has imported numba
+    (the studies' large data draws do), so it never costs an import, and for blocks of at
+    least :data:`_ROW_SCALE_MIN` values, below which numpy's calls are as fast.
     """
-    if _ROW_SCALE_PATH == "compiled" and R.size >= _ROW_SCALE_MIN and "numba" in sys.modules:
-        from dpreg.estimators._iv_rows_jit import scale_rows
-
-        scale_rows(R, f)
-    else:
-        R *= f[:, None]
+    return _ROW_SCALE_PATH == "compiled" and size >= _ROW_SCALE_MIN and "numba" in sys.modules
 
 
 def _stage_gradients(
@@ -595,24 +591,33 @@ def _batched_block_per_trial(
     """
     Zb = d.Z[k, rows]  # (m, q)
     W = Zb @ Theta  # (m, p)
+    compiled = _compiled_rows(W.size)
+    if compiled:
+        from dpreg.estimators import _iv_rows_jit as jit
     if clip_beta is not None:
         w_norm = _norm_last(W)  # ||Theta' z_i||
     if clip_theta is not None:
         R = np.subtract(W, d.X[k, rows], out=W)
         a1 = _norm_last(R)
-        a1 *= d.zn[k, rows]  # ||z_i|| ||r_i||
-        f1, c1 = _clip_factors(a1, clip_theta, 0)
-        count1[k] += c1
-        _scale_rows(R, f1)
+        if compiled:  # the four lines below, fused (the same operations per entry)
+            count1[k] += jit.clip_first_stage(R, a1, d.zn[k, rows], clip_theta)
+        else:
+            a1 *= d.zn[k, rows]  # ||z_i|| ||r_i||
+            f1, c1 = _clip_factors(a1, clip_theta, 0)
+            count1[k] += c1
+            R *= f1[..., None]
         G1[k] += Zb.T @ R
     if clip_beta is not None:
         e = (Zb @ v[:, None])[:, 0]
         e -= d.y[k, rows]
-        a2 = np.abs(e)
-        a2 *= w_norm  # ||w_i|| |e_i|
-        f2, c2 = _clip_factors(a2, clip_beta, 0)
-        count2[k] += c2
-        e *= f2
+        if compiled:  # the five lines below, fused (the same operations per entry)
+            count2[k] += jit.clip_second_stage(e, w_norm, clip_beta)
+        else:
+            a2 = np.abs(e)
+            a2 *= w_norm  # ||w_i|| |e_i|
+            f2, c2 = _clip_factors(a2, clip_beta, 0)
+            count2[k] += c2
+            e *= f2
         S2[k] += (Zb.T @ e[:, None])[:, 0]
 
 
