@@ -22,9 +22,9 @@ def _data(seed: int, n: int = 700, d: int = 4) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.fixture(autouse=True)
 def _empty_cache():
-    gram_cache._GRAM_CACHE.clear()
+    gram_cache.reset()
     yield
-    gram_cache._GRAM_CACHE.clear()
+    gram_cache.reset()
 
 
 # each step: (dataset 0-3 (3: column-major), bound_X, trials, change X in place before the call)
@@ -44,7 +44,7 @@ _STEPS = st.lists(
 @given(_STEPS)
 def test_cached_gram_is_the_reference_over_call_sequences(steps):
     """Same arrays, same Gram bits (compiled pass from 64 trials, BLAS below), fresh copies."""
-    gram_cache._GRAM_CACHE.clear()
+    gram_cache.reset()
     datasets = [_data(s) for s in range(3)]
     datasets[2] = (datasets[0][0].copy(), datasets[1][1].copy())  # X of 0 with y of 1
     datasets.append((np.asfortranarray(datasets[0][0]), datasets[0][1].copy()))  # column-major
@@ -136,3 +136,42 @@ def test_empty_data_get_the_reference_error_naming_them(shape_X, n_y):
         check_bounded_design_gram(X, y, bound_X=1.0, bound_y=1.0, trials=2, rng=_RNG)
     assert str(cached.value) == str(reference.value)
     assert not gram_cache._GRAM_CACHE
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    fresh=st.integers(0, 60),
+    repeats=st.integers(1, 40),
+    trials=st.sampled_from([3, 64]),
+)
+def test_fresh_data_bypass_the_keys_and_a_hit_resumes_them(fresh, repeats, trials):
+    """Fresh data at every call (no hit possible): after the streak most calls are not
+    keyed; the same data again is found at a probe and cached again; every result is the
+    reference's, bit for bit."""
+    gram_cache.reset()
+    keyed = []
+    real_key = gram_cache._key
+
+    def counting_key(*a):
+        keyed.append(1)
+        return real_key(*a)
+
+    kw = dict(bound_X=1.0, bound_y=1.0, trials=trials)
+    calls = [_data(100 + i, n=50) for i in range(fresh)] + [_data(7, n=50)] * repeats
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gram_cache, "_key", counting_key)
+        per_call = []
+        for X, y in calls:
+            before = len(keyed)
+            got = gram_cache.bounded_design_gram(X, y, rng=np.random.default_rng(0), **kw)
+            per_call.append(len(keyed) - before)
+            ref = check_bounded_design_gram(X, y, rng=np.random.default_rng(0), **kw)
+            assert got[4].tobytes() == ref[4].tobytes() and got[2] == ref[2]
+    bypass, probe = gram_cache._BYPASS_AFTER, gram_cache._PROBE_EVERY
+    if fresh + 1 < bypass:
+        assert len(keyed) == len(calls)  # below the streak: every call keyed
+    if fresh >= 4 * bypass:
+        assert len(keyed) < bypass + (fresh - bypass) // probe + 1 + repeats
+    if repeats >= 2 * probe + 2:  # a probe found the repeated data: keyed (and served) again
+        assert gram_cache._STREAK["misses"] == 0
+        assert per_call[-1] == 1 and sum(per_call[-repeats:]) >= repeats - 2 * probe

@@ -29,6 +29,7 @@ from dpreg._validation import check_matrix, check_positive, check_rng
 from dpreg.data.datasets import Dataset
 
 _COMPILED_MIN_DRAWS = 2**20  # normals per draw from which numba's start-up (~0.4 s) pays
+_ACCUMULATE = "in_place"  # sample_iv_batch: "in_place", or "expression" (the reference)
 
 __all__ = [
     "BROWN_DESIGNS",
@@ -492,6 +493,22 @@ def sample_iv_batch(
     # numpy's normals, compiled for large draws (the same values and generator state)
     Z = _standard_normal(rng, (trials, n, q))
     U = _standard_normal(rng, (trials, n, r))
+    if _ACCUMULATE == "in_place":
+        # The reference's sums and products, left to right, accumulated in place: the
+        # same elementwise operations on the same operands (so the same bits) without
+        # three temporaries of the data's size (issue 18, docs/scaling.md).
+        X = Z @ Theta
+        X += U @ Phi
+        noise = _standard_normal(rng, (trials, n, p))
+        noise *= sigma_x
+        X += noise
+        del noise
+        y = (X @ truth["beta"][..., None])[..., 0]
+        y += (U @ truth["phi"][..., None])[..., 0]
+        noise = _standard_normal(rng, (trials, n))
+        noise *= sigma_y
+        y += noise
+        return Z, X, y
     X = Z @ Theta + U @ Phi + sigma_x * _standard_normal(rng, (trials, n, p))
     y = (
         (X @ truth["beta"][..., None])[..., 0]

@@ -13,6 +13,15 @@ A hit returns a copy of the same Gram matrix (the same bits; the bounds were che
 on the same values), then validates ``trials`` and ``rng`` as the reference does.
 ``_GRAM_CACHE_PATH = "reference"`` calls the validation every time (tests: the same
 arrays and errors, ``tests/unit/test_gram_cache.py``).
+
+Keying a call costs two sha256 digests and up to eight bitwise comparisons of the data
+(about 2.7 ms per call of the coverage study at n = 10^4, d = 10, where every trial
+draws fresh rows and nothing is ever served: about 6 % of its job; issue 18,
+docs/scaling.md). After :data:`_BYPASS_AFTER` misses in a row the calls are not keyed
+(the reference runs, as for an uncacheable call) except every
+:data:`_PROBE_EVERY`-th, which is keyed and stored as before; a hit resumes keying every
+call. A call not keyed returns what the reference returns, so the bits never depend on
+this, only the time does.
 """
 
 from __future__ import annotations
@@ -34,6 +43,28 @@ from dpreg.estimators.dpgd import _digest
 _GRAM_CACHE_PATH = "cache"
 _GRAM_CACHE_SIZE = 8  # Gram matrices are (d + 1)^2 floats: 8 x 130^2 x 8 bytes = 1 MB
 _GRAM_CACHE: OrderedDict[tuple, np.ndarray] = OrderedDict()
+_BYPASS_AFTER = 16
+"""Misses in a row after which calls are keyed only every :data:`_PROBE_EVERY`-th."""
+_PROBE_EVERY = 16
+"""While bypassing, every this-many-th call is keyed (a hit there resumes the cache)."""
+_STREAK = {"misses": 0, "skipped": 0}
+
+
+def _keyed() -> bool:
+    """Whether this call is keyed: below the miss streak, or a probe while bypassing."""
+    if _STREAK["misses"] < _BYPASS_AFTER:
+        return True
+    _STREAK["skipped"] += 1
+    if _STREAK["skipped"] >= _PROBE_EVERY:
+        _STREAK["skipped"] = 0
+        return True
+    return False
+
+
+def reset() -> None:
+    """Empty the cache and its miss streak (tests)."""
+    _GRAM_CACHE.clear()
+    _STREAK.update(misses=0, skipped=0)
 
 
 def _key(X: Any, y: Any, bound_X: Any, bound_y: Any, trials: Any) -> tuple | None:
@@ -91,8 +122,11 @@ def bounded_design_gram(
            [1., 1., 2.],
            [2., 2., 4.]])
     """
-    key = None if _GRAM_CACHE_PATH == "reference" else _key(X, y, bound_X, bound_y, trials)
+    key = None
+    if _GRAM_CACHE_PATH != "reference" and _keyed():
+        key = _key(X, y, bound_X, bound_y, trials)
     if key is not None and key in _GRAM_CACHE:
+        _STREAK["misses"] = 0
         _GRAM_CACHE.move_to_end(key)
         n, d = X.shape
         return (
@@ -106,6 +140,7 @@ def bounded_design_gram(
         X, y, bound_X=bound_X, bound_y=bound_y, trials=trials, rng=rng
     )
     if key is not None:
+        _STREAK["misses"] += 1
         _GRAM_CACHE[key] = gram.copy()
         while len(_GRAM_CACHE) > _GRAM_CACHE_SIZE:
             _GRAM_CACHE.popitem(last=False)

@@ -48,6 +48,7 @@ without clipping uses the sufficient statistics :math:`Z^\top Z, Z^\top X, Z^\to
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -110,6 +111,13 @@ _BLOCK_ELEMENTS_BATCHED = 1 << 22
 # trial's slice, so the same bits, with one trial's temporaries in cache instead of the
 # whole block's (p = q = 50, n = 8000, 50 trials: 0.21 -> 0.15 s per step; issue 18).
 _PER_TRIAL_MIN_WORK = 1 << 16
+_ROW_SCALE_PATH = "compiled"
+"""``"compiled"``: the per-trial blocks clip by numba when loaded (:func:`_compiled_rows`);
+``"numpy"``: the reference's numpy calls."""
+_ROW_SCALE_MIN = 1 << 12
+_STATISTICS_PATH = "lazy"
+"""``"lazy"``: a batched design's sufficient statistics are computed on first use;
+``"eager"`` (the reference): in :func:`_prepare_checked`, before any iteration."""
 
 
 # ----------------------------------------------------------------------------- defaults
@@ -316,18 +324,43 @@ class _Design:
     ``zn`` (n,); per-sample work arrays are sample-major, (rows, trials[, p]).
     Batched data: ``Z`` (trials, n, q), ``X`` (trials, n, p), ``y`` (trials, n), ``zn``
     (trials, n); work arrays are trial-major, (trials, rows[, p]).
+
+    The sufficient statistics ``ZtZ``, ``ZtX``, ``Zty`` are given (shared data: they
+    validate it, :func:`_shared_design_unchecked`) or, with ``statistics=None`` (batched
+    data, validated by its own checks), computed by :func:`_statistics` on first use:
+    a run that clips both stages on the reference path never reads them (issue 18,
+    docs/scaling.md: about 3 % of a ``liang_fig3b`` job at p = q = 50). The same call on
+    the same arrays, so the same bits whenever they are read.
     """
 
     Z: np.ndarray
     X: np.ndarray
     y: np.ndarray
-    ZtZ: np.ndarray
-    ZtX: np.ndarray
-    Zty: np.ndarray
+    statistics: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     shared: bool
     n: int
     q: int
     p: int
+
+    def _stats(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.statistics is None:
+            self.statistics = _statistics(self.Z, self.X, self.y)
+        return self.statistics
+
+    @property
+    def ZtZ(self) -> np.ndarray:
+        r""":math:`Z^\top Z`, (q, q) or (trials, q, q)."""
+        return self._stats()[0]
+
+    @property
+    def ZtX(self) -> np.ndarray:
+        r""":math:`Z^\top X`, (q, p) or (trials, q, p)."""
+        return self._stats()[1]
+
+    @property
+    def Zty(self) -> np.ndarray:
+        r""":math:`Z^\top y`, (q,) or (trials, q)."""
+        return self._stats()[2]
 
     @cached_property
     def zn(self) -> np.ndarray:
@@ -388,7 +421,7 @@ def _shared_design_unchecked(Z: Any, X: Any, y: Any) -> _Design | None:
             and math.isfinite(float(add(Zty)))
         ):
             return None
-    return _Design(Z, X, y, ZtZ, ZtX, Zty, True, n, q, p)
+    return _Design(Z, X, y, (ZtZ, ZtX, Zty), True, n, q, p)
 
 
 def _prepare_checked(Z: Any, X: Any, y: Any, trials: int) -> _Design:
@@ -414,8 +447,9 @@ def _prepare_checked(Z: Any, X: Any, y: Any, trials: int) -> _Design:
         Z = np.broadcast_to(Z, (trials, n, q)) if not bz else Z
         X = np.broadcast_to(X, (trials, n, p)) if not bx else X
         y = np.broadcast_to(y, (trials, n)) if not by else y
-    ZtZ, ZtX, Zty = _statistics(Z, X, y)
-    return _Design(Z, X, y, ZtZ, ZtX, Zty, shared, int(n), int(q), int(p))
+    if _STATISTICS_PATH == "lazy" and not shared:  # computed on first use, if ever
+        return _Design(Z, X, y, None, shared, int(n), int(q), int(p))
+    return _Design(Z, X, y, _statistics(Z, X, y), shared, int(n), int(q), int(p))
 
 
 # ----------------------------------------------------------------------------- gradients
@@ -442,6 +476,17 @@ def _clip_factors(norms: np.ndarray, clip: float, sample_axis: int) -> tuple[np.
     np.maximum(norms, clip, out=norms)  # norms <= clip give clip / clip == 1.0 exactly
     np.divide(clip, norms, out=norms)
     return norms, count
+
+
+def _compiled_rows(size: int) -> bool:
+    """Whether :func:`_batched_block_per_trial` clips through the compiled passes.
+
+    :mod:`dpreg.estimators._iv_rows_jit` performs the reference's elementwise operations
+    on every entry (the same bits); it is used only in a process that has imported numba
+    (the studies' large data draws do), so it never costs an import, and for blocks of at
+    least :data:`_ROW_SCALE_MIN` values, below which numpy's calls are as fast.
+    """
+    return _ROW_SCALE_PATH == "compiled" and size >= _ROW_SCALE_MIN and "numba" in sys.modules
 
 
 def _stage_gradients(
@@ -546,24 +591,33 @@ def _batched_block_per_trial(
     """
     Zb = d.Z[k, rows]  # (m, q)
     W = Zb @ Theta  # (m, p)
+    compiled = _compiled_rows(W.size)
+    if compiled:
+        from dpreg.estimators import _iv_rows_jit as jit
     if clip_beta is not None:
         w_norm = _norm_last(W)  # ||Theta' z_i||
     if clip_theta is not None:
         R = np.subtract(W, d.X[k, rows], out=W)
         a1 = _norm_last(R)
-        a1 *= d.zn[k, rows]  # ||z_i|| ||r_i||
-        f1, c1 = _clip_factors(a1, clip_theta, 0)
-        count1[k] += c1
-        R *= f1[..., None]
+        if compiled:  # the four lines below, fused (the same operations per entry)
+            count1[k] += jit.clip_first_stage(R, a1, d.zn[k, rows], clip_theta)
+        else:
+            a1 *= d.zn[k, rows]  # ||z_i|| ||r_i||
+            f1, c1 = _clip_factors(a1, clip_theta, 0)
+            count1[k] += c1
+            R *= f1[..., None]
         G1[k] += Zb.T @ R
     if clip_beta is not None:
         e = (Zb @ v[:, None])[:, 0]
         e -= d.y[k, rows]
-        a2 = np.abs(e)
-        a2 *= w_norm  # ||w_i|| |e_i|
-        f2, c2 = _clip_factors(a2, clip_beta, 0)
-        count2[k] += c2
-        e *= f2
+        if compiled:  # the five lines below, fused (the same operations per entry)
+            count2[k] += jit.clip_second_stage(e, w_norm, clip_beta)
+        else:
+            a2 = np.abs(e)
+            a2 *= w_norm  # ||w_i|| |e_i|
+            f2, c2 = _clip_factors(a2, clip_beta, 0)
+            count2[k] += c2
+            e *= f2
         S2[k] += (Zb.T @ e[:, None])[:, 0]
 
 
