@@ -14,10 +14,11 @@ exchanged, which at these shapes packs less and ran 1.3-2x faster on the benchma
 :math:`a_{ki} b_{kj}`; OpenBLAS's double-precision kernels (Haswell and SkylakeX, the
 ones this machine's ``scipy-openblas`` 0.3.31 selects) accumulate each entry in one
 register, in the order of k, within the same blocks of the shared dimension (their size
-depends on k alone), so the two forms give the same bits. That is a property of the BLAS
-build, not a guarantee of numpy: ``tests/unit/test_blas_order.py`` checks it bit for bit at
-every shape the study's jobs use, and the callers keep the plain product as their numpy
-reference path.
+depends on k alone), so with one BLAS thread (the workflow's jobs run with one) the two
+forms give the same bits. That is a property of the BLAS build, not a guarantee of numpy,
+so the swap is made only on a BLAS listed in :data:`VERIFIED_BLAS`;
+``tests/unit/test_blas_order.py`` checks it bit for bit at every shape the study's jobs
+use, and the callers keep the plain product as their numpy reference path.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ __all__ = ["SWAP_MIN_WORK", "VERIFIED_BLAS", "at_b", "swap_pays", "swap_verified
 
 VERIFIED_BLAS = frozenset({("openblas", "SkylakeX")})
 """(library, kernel architecture) pairs of numpy's BLAS on which the swapped form was
-checked bit for bit at every shape the jobs use (``tests/unit/test_blas_order.py``). With any
-other BLAS, :func:`at_b` computes the plain product, so a machine whose BLAS might order the
-sums differently keeps its own plain product's bits."""
+checked bit for bit at every shape the jobs use, with one BLAS thread as the workflow's jobs
+run (``tests/unit/test_blas_order.py``). With any other BLAS, :func:`at_b` computes the
+plain product, so a machine whose BLAS might order the sums differently keeps its own plain
+product's bits. With several BLAS threads the two forms may split the work differently and
+differ in the last bits (a library call with threads, not a workflow job)."""
 
 
 @cache
