@@ -35,6 +35,21 @@ def _reference(Rm, base, z, sig, norms, zeta):
     return Rm, over.sum(axis=1)
 
 
+def _clip_inputs(seed, D, k, R, with_z, scale):
+    """Residuals, responses, noise, row norms (one zero row: never clipped, its factor
+    zeta / 0 computed and not kept) and thresholds (0 and inf included) of a clip pass."""
+    rng = np.random.default_rng(seed)
+    Rm = rng.standard_normal((D, k, R)) * scale
+    base = rng.standard_normal((D, k))
+    z = rng.standard_normal((D, k)) if with_z else None
+    sig = rng.choice([0.0, 0.01, 1.0], size=R)
+    norms = np.abs(rng.standard_normal((D, k))) * 3.0
+    if k:
+        norms[0, 0] = 0.0
+    zeta = rng.choice([0.0, 0.05, 0.5, 2.0, math.inf], size=(D, R))
+    return Rm, base, z, sig, norms, zeta
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     D=st.integers(1, 3),
@@ -45,14 +60,7 @@ def _reference(Rm, base, z, sig, norms, zeta):
     scale=st.sampled_from([1e-3, 1.0, 1e3]),
 )
 def test_clip_residuals_equals_the_reference_bit_for_bit(D, k, R, with_z, seed, scale):
-    rng = np.random.default_rng(seed)
-    Rm = rng.standard_normal((D, k, R)) * scale
-    base = rng.standard_normal((D, k))
-    z = rng.standard_normal((D, k)) if with_z else None
-    sig = rng.choice([0.0, 0.01, 1.0], size=R)
-    norms = np.abs(rng.standard_normal((D, k))) * 3.0
-    norms[0, 0] = 0.0  # a zero row: never clipped
-    zeta = rng.choice([0.0, 0.05, 0.5, 2.0, math.inf], size=(D, R))
+    Rm, base, z, sig, norms, zeta = _clip_inputs(seed, D, k, R, with_z, scale)
     want, counts = _reference(Rm, base, z, sig, norms, zeta)
     clipped = np.full((D, R), 2.0)
     got = clip_residuals(Rm.copy(), base, z, sig, norms, zeta, clipped)
@@ -126,15 +134,7 @@ def test_stream_pass_rejects_an_unknown_clip_kernel():
 )
 def test_simd_clip_equals_the_scalar_pass_bit_for_bit(D, k, R, with_z, seed, scale):
     """``clip_residuals``' SIMD pass (selects) against its scalar reference (branches)."""
-    rng = np.random.default_rng(seed)
-    Rm = rng.standard_normal((D, k, R)) * scale
-    base = rng.standard_normal((D, k))
-    z = rng.standard_normal((D, k)) if with_z else None
-    sig = rng.choice([0.0, 0.01, 1.0], size=R)
-    norms = np.abs(rng.standard_normal((D, k))) * 3.0
-    if k:
-        norms[0, 0] = 0.0  # a zero row: the factor zeta / 0 is computed, never kept
-    zeta = rng.choice([0.0, 0.05, 0.5, 2.0, math.inf], size=(D, R))
+    Rm, base, z, sig, norms, zeta = _clip_inputs(seed, D, k, R, with_z, scale)
     got, want = Rm.copy(), Rm.copy()
     c_got, c_want = np.full((D, R), 7.0), np.full((D, R), 7.0)
     clip_residuals(got, base, z, sig, norms, zeta, c_got, simd=True)
