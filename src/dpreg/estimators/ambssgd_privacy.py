@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from dpreg._validation import check_choice, check_positive, check_probability
 from dpreg.privacy.conversions import eps_to_zcdp
 from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_zcdp
+from dpreg.privacy.poisson_pld import poisson_pld_epsilon
 from dpreg.privacy.poisson_rdp import poisson_rdp_epsilon
 
 __all__ = [
@@ -433,6 +434,14 @@ def calibrate_dp_ssgd(
 
 ACCOUNTANTS: tuple[str, ...] = ("rdp", "pld")
 
+PLD_DISCRETIZATION = 1e-3
+"""``value_discretization_interval`` of the PLD accountant."""
+
+_PLD_PATH = "arrays"
+"""``"arrays"``: :func:`dpreg.privacy.poisson_pld.poisson_pld_epsilon` (the accountant's
+grid inversions as array operations); ``"accountant"``: a fresh ``PLDAccountant``,
+the reference (the same float, tested in ``tests/unit/test_poisson_pld.py``)."""
+
 
 def _poisson_event(sampling_rate: float, noise_multiplier: float, steps: int):
     import dp_accounting
@@ -452,7 +461,7 @@ def _fresh_accountant(accountant: str):
         return RdpAccountant()
     from dp_accounting.pld import PLDAccountant
 
-    return PLDAccountant(value_discretization_interval=1e-3)
+    return PLDAccountant(value_discretization_interval=PLD_DISCRETIZATION)
 
 
 @contextlib.contextmanager
@@ -497,11 +506,19 @@ def _accountant_epsilon(
     RDP goes through :func:`dpreg.privacy.poisson_rdp.poisson_rdp_epsilon`, which returns
     the fresh ``RdpAccountant``'s float from the orders that can attain its minimum
     (the five calibrations of a benchmark job: 1.2-1.7 -> 0.26-0.38 s; tested equal).
+    PLD goes through :func:`dpreg.privacy.poisson_pld.poisson_pld_epsilon` (``_PLD_PATH``),
+    the fresh ``PLDAccountant``'s float with its grid inversions as array operations
+    (``cc_fig4_digits``; tested equal).
     """
     if accountant == "rdp":
         # The full accountant's number, from the orders that can attain its minimum.
         with _quiet_absl():
             return poisson_rdp_epsilon(noise_multiplier, sampling_rate, steps, delta)
+    if _PLD_PATH == "arrays":
+        with _quiet_absl():
+            return poisson_pld_epsilon(
+                noise_multiplier, sampling_rate, steps, delta, PLD_DISCRETIZATION
+            )
     acc = _fresh_accountant(accountant)
     with _quiet_absl():
         acc.compose(_poisson_event(sampling_rate, noise_multiplier, steps))
