@@ -1,10 +1,11 @@
-"""The clipped-gradient kernel built a block of rows at a time, and IHM on X itself at bound_X = 1.
+"""The clipped-gradient kernel built a block of rows at a time, IHM on X itself at bound_X = 1.
 
-Both are memory changes (docs/scaling.md, session 24): the kernel's sorted, scaled copies
-of the rows are filled block by block (``dpgd._BUILD_PATH = "blocks"``) instead of from
-whole-array expressions (``"reference"``), and ``fit_ihm`` with ``bound_X = 1`` reads
-``X`` instead of the copy ``X / 1.0`` (``ihm._UNIT_SCALE_PATH``). Each must give the
-reference's bits.
+Memory changes (docs/scaling.md, session 24; ``lev_fig7``'s peak): the kernel's sorted,
+scaled copies of the rows are filled block by block (``dpgd._BUILD_PATH = "blocks"``)
+instead of from whole-array expressions (``"reference"``); ``fit_ihm`` with
+``bound_X = 1`` reads ``X`` instead of the copy ``X / 1.0`` (``ihm._UNIT_SCALE_PATH``);
+Figure 7's scoring forms its residuals in place (``lev2026_clipping._SCORING_PATH``).
+Each must give the reference's bits.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from hypothesis import strategies as st
 
 import dpreg.estimators.dpgd as dpgd
 import dpreg.estimators.ihm as ihm
+import dpreg.experiments.lev2026_clipping as clipping
 from dpreg import ApproxDP
+from dpreg.experiments.kinds import get_kind
 
 _ATTRIBUTES = ("tau", "A", "XB_T", "A32", "a1", "AT", "XBT", "theta_ref", "metric_factor")
 
@@ -121,3 +124,44 @@ def test_fit_ihm_on_x_itself_is_the_reference_fit(monkeypatch, layout, bound_X, 
         np.testing.assert_array_equal(fast.diagnostics[key], value, err_msg=key)
     for key, value in ref.nonprivate_diagnostics.items():
         np.testing.assert_array_equal(fast.nonprivate_diagnostics[key], value, err_msg=key)
+
+
+_SCORE_FLOATS = st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True, width=64)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    trials=st.integers(1, 5),
+    n=st.integers(1, 40),
+    d=st.integers(1, 6),
+    clip=st.sampled_from([0.0, 1e-300, 0.5, 1.0, np.inf]),
+    special=st.lists(_SCORE_FLOATS, max_size=4),
+)
+def test_in_place_scoring_is_the_reference_bitwise(seed, trials, n, d, clip, special):
+    """Figure 7's residuals and clip counts (``_SCORING_PATH``): the same bits."""
+    rng = np.random.default_rng(seed)
+    X, y, theta = rng.normal(size=(n, d)), rng.normal(size=n), rng.normal(size=(trials, d))
+    y[: len(special)] = special[:n]  # NaN, inf, signed zeros, subnormals in the residuals
+    with pytest.MonkeyPatch.context() as mp:
+        r_fast = clipping._residuals(X, y, theta)
+        c_fast = clipping._count_beyond(r_fast, clip)
+        mp.setattr(clipping, "_SCORING_PATH", "reference")
+        r_ref = clipping._residuals(X, y, theta)
+        c_ref = clipping._count_beyond(r_ref, clip)
+    assert r_fast.tobytes() == r_ref.tobytes()
+    assert c_fast.dtype == c_ref.dtype and c_fast.tobytes() == c_ref.tobytes()
+
+
+def test_clipping_rows_are_the_reference_rows(monkeypatch):
+    """A small Figure 7 cell: every path of this file against every reference, rows equal."""
+    cell = {"epsilon": [0.1, 10.0], "n_rows": 2**11, "conversion": "tight"}
+    run = get_kind("lev_clipping").run
+    fast = run(cell, trials=4, first_trial=0, seed=7, data=None)
+    monkeypatch.setattr(clipping, "_SCORING_PATH", "reference")
+    monkeypatch.setattr(dpgd, "_BUILD_PATH", "reference")
+    monkeypatch.setattr(ihm, "_UNIT_SCALE_PATH", "reference")
+    monkeypatch.setattr(dpgd, "_KERNEL_CACHE", OrderedDict())
+    monkeypatch.setattr(ihm, "_DATA_CACHE", OrderedDict())
+    ref = run(cell, trials=4, first_trial=0, seed=7, data=None)
+    assert fast.equals(ref)
