@@ -332,11 +332,15 @@ class ClippedGradientKernel:
         tau = np.where(never, math.inf, np.where(zero, -math.inf, tau))
         order = np.argsort(-tau, kind="stable")
         self.tau = tau[order]
-        Xs, ys, Bs, inv_Bs = X[order], y[order], B[order], inv_B[order]
+        ys, Bs, inv_Bs = y[order], B[order], inv_B[order]
         self.A = np.empty((n, d + 1))
-        np.multiply(Xs, inv_Bs[:, None], out=self.A[:, :d])
         self.A[:, d] = ys * inv_Bs
-        self.XB_T = np.ascontiguousarray((Xs * Bs[:, None]).T)
+        if _BUILD_PATH == "reference" or X.dtype != np.float64:
+            Xs = X[order]
+            np.multiply(Xs, inv_Bs[:, None], out=self.A[:, :d])
+            self.XB_T = np.ascontiguousarray((Xs * Bs[:, None]).T)
+        else:
+            self.XB_T = _scaled_sorted_rows(X, order, inv_Bs, Bs, self.A)
         self.screen = bool(screen) and float(np.abs(self.A).max(initial=0.0)) <= _SCREEN_RANGE
         if self.screen:  # single-precision copy and the rows' L1 norms (rounding bounds)
             self.A32 = self.A.astype(np.float32)
@@ -935,6 +939,37 @@ def clipped_gradient_kernel(
     else:
         _KERNEL_CACHE.move_to_end(key)
     return kernel
+
+
+#: "blocks": the kernel's sorted, scaled copies of the rows are built a block of rows at
+#: a time (no sorted copy of X, no n x d temporary); "reference": whole-array expressions
+#: (tests: the same bits)
+_BUILD_PATH = "blocks"
+_BUILD_BLOCK_ELEMENTS = 2**18  # entries of X per block (2 MB)
+
+
+def _scaled_sorted_rows(
+    X: np.ndarray, order: np.ndarray, inv_Bs: np.ndarray, Bs: np.ndarray, A: np.ndarray
+) -> np.ndarray:
+    """Fill ``A[:, :d] = X[order] * inv_Bs[:, None]``; return ``(X[order] * Bs[:, None]).T``.
+
+    The same products as the whole-array expressions of
+    :class:`ClippedGradientKernel` (``_BUILD_PATH = "reference"``), one entry at a time
+    and each rounded once, so the same bits; a block of rows at a time, so the build
+    holds no sorted copy of ``X`` and no ``(n, d)`` temporary beside the two results
+    (the peak memory of ``lev_fig7``'s IHM fits, docs/scaling.md).
+    """
+    n, d = X.shape
+    XB_T = np.empty((d, n))
+    rows = max(1, _BUILD_BLOCK_ELEMENTS // max(d, 1))
+    block = np.empty((min(rows, n), d))
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        Xb = np.take(X, order[start:stop], axis=0, out=block[: stop - start])
+        np.multiply(Xb, inv_Bs[start:stop, None], out=A[start:stop, :d])
+        np.multiply(Xb, Bs[start:stop, None], out=Xb)
+        XB_T[:, start:stop] = Xb.T
+    return XB_T
 
 
 def _certificate_factor(X: np.ndarray) -> np.ndarray | None:

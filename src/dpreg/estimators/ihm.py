@@ -450,6 +450,10 @@ def _clipped_gradients(
 _DATA_CACHE_SIZE = 2
 #: whether ``kernel="rows"`` fits hash the rows for the data cache too (tests: the same fits)
 _DIGEST_ROWS_KERNEL = False
+#: "same": with bound_X = 1 the fit reads X itself instead of the copy X / 1.0 (the same
+#: bits for finite X; no n x d copy per fit: lev_fig7's peak memory, docs/scaling.md);
+#: "reference": it divides
+_UNIT_SCALE_PATH = "same"
 _DATA_CACHE: OrderedDict[tuple, tuple[GramFactor, float]] = OrderedDict()
 
 
@@ -730,7 +734,16 @@ def fit_ihm(
     if gamma is not None:
         cal = _override_gamma(cal, gamma, epsilon=epsilon, delta=delta, clip=clip)
 
-    Xn = X / bound_X  # C_X = 1 (§1); theta' = C_X theta
+    # C_X = 1 (§1); theta' = C_X theta. X / 1.0 is X bit for bit (finite, validated) and
+    # keeps a contiguous X's layout, so a unit bound takes X itself ("reference": always
+    # divide; tests: the same fits)
+    same = (
+        _UNIT_SCALE_PATH == "same"
+        and float(bound_X) == 1.0
+        and X.dtype == np.float64
+        and (X.flags.c_contiguous or X.flags.f_contiguous)
+    )
+    Xn = X if same else X / bound_X
     # the rows' key, for the data cache and the kernel's; the reference gradient pass
     # keys nothing (a study that draws fresh data per trial passes kernel="rows")
     digest = _digest(Xn) if kernel == "fast" or _DIGEST_ROWS_KERNEL else None
