@@ -175,6 +175,34 @@ def test_simd_lane_clipping_equals_the_reference_bit_for_bit(seed, M, R, noisy, 
     assert c_got.tobytes() == c_want.tobytes()
 
 
+@pytest.mark.parametrize("noisy", [True, False])
+def test_simd_lane_clipping_with_a_zero_clip_gives_the_numpy_reference(noisy):
+    """A zero divisor (clip 0 on a zero gradient): the numpy path's NaN, not an exception.
+
+    ``clip_lanes_simd`` runs with numba's ``error_model="numpy"`` so that its divisions
+    vectorise (issue 18, session 24); elsewhere its values are the scalar reference's.
+    """
+    from dpreg.estimators.dpsgd_poisson import _clip_kernel_simd
+
+    rng = np.random.default_rng(4)
+    M, R = 9, 6
+    Rm = rng.normal(size=(M, R))
+    base, noise, xnorm = rng.normal(size=M), rng.normal(size=M), rng.uniform(0.5, 2.0, M)
+    xnorm[[2, 5]] = 0.0  # zero gradients
+    sig, clip = rng.uniform(0.0, 1.0, R), np.array([0.0, 0.3, 0.0, 1.0, 2.0, 0.0])
+    got = Rm.copy()
+    clipped = np.zeros(R)
+    _clip_kernel_simd()(got, base, noise, sig, xnorm, clip, clipped, noisy, np.empty(R, np.int64))
+    y = base[:, None] + noise[:, None] * sig if noisy else base[:, None]
+    want = Rm - y  # the numpy path of dp_sgd_poisson_stream_runs
+    gnorm = np.abs(want) * xnorm[:, None]
+    with np.errstate(invalid="ignore"):
+        want *= clip / np.maximum(gnorm, clip)
+    assert np.isnan(got).sum() == 6  # the two zero gradients in the three zero-clip lanes
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(clipped, (gnorm > clip).sum(axis=0))
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),

@@ -10,12 +10,20 @@ integer array and are added once per call, so LLVM's loop vectoriser runs the la
 SIMD registers; each entry is the same IEEE operations in the same order (no fast-math,
 no fused multiply-add), and the float counts are sums of whole numbers far below
 :math:`2^{53}` (exact either way): the same bits (``tests/unit/test_dpsgd_poisson_kernel.py``).
+
+``error_model="numpy"`` (as :mod:`dpreg.estimators._ambssgd_clip_jit`): under numba's
+default ("python") every division tests its divisor for zero and may raise, a branch that
+kept this loop scalar (on this host 88 us a call at 1,011 rows x 64 lanes, 23 us without
+it; issue 18, session 24). The quotient is ``clip_r / max(g, clip_r)``, whose divisor is
+at least ``clip_r``, so the test never fires for a positive clip and the values are the
+same; a zero divisor (clip 0 on a zero gradient) now gives the numpy reference's NaN
+instead of ``ZeroDivisionError``.
 """
 
 import numba
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def clip_lanes_simd(Rm, base, noise, sig, xnorm, clip, clipped, noisy, count):  # pragma: no cover
     # In place, row m and lane r: Rm = <x_m, w_r> - y_mr, y_mr = base_m + noise_m sig_r,
     # times clip_r / max(|Rm| ||x_m||, clip_r); clipped_r += #{m: |Rm| ||x_m|| > clip_r}.
