@@ -253,3 +253,17 @@ def test_tree_error_under_the_momentum_workload_is_bit_for_bit(T):
     f = tree_aggregation(T)
     assert signed_pair_product(A, f.decoder) is not None
     assert _workload_error(f, T, A) == float(np.sum((A @ f.decoder) ** 2))
+
+
+@pytest.mark.parametrize("T", [1, 2, 7, 100, 513])
+def test_fft_decoder_from_its_first_rows_is_bit_for_bit(T):
+    from dpreg.estimators.ftrl_factorizations import fft_factorization
+
+    f = fft_factorization(T)
+    N = int(f.n_fft)
+    lag = (np.arange(N)[:, None] - np.arange(N)[None, :]) % N
+    full = f.root_column[lag]  # the N x N circulant, as the decoder built it before
+    ref = np.diff(full[:T], axis=0, prepend=0.0)
+    assert _same_bits(f.decoder, ref)
+    assert f.decoder.flags.c_contiguous == ref.flags.c_contiguous
+    assert _same_bits(f._circulant(), full)

@@ -422,9 +422,10 @@ class FFTFactorization(_MultiParticipation):
         """First column ``r`` of the circulant square root ``R`` (N,)."""
         return self._column.copy()
 
-    def _circulant(self) -> np.ndarray:
+    def _circulant(self, rows: int | None = None) -> np.ndarray:
+        """Return the first ``rows`` rows (default all N) of the circulant R, C-contiguous."""
         N = int(self.n_fft)
-        lag = (np.arange(N)[:, None] - np.arange(N)[None, :]) % N
+        lag = (np.arange(N if rows is None else rows)[:, None] - np.arange(N)[None, :]) % N
         return self._column[lag]
 
     @property
@@ -435,7 +436,8 @@ class FFTFactorization(_MultiParticipation):
     @property
     def decoder(self) -> np.ndarray:
         """Explicit gradient decoder (T, N): first difference of :math:`R_{[:T, :]}`."""
-        prefix = self._circulant()[: self.T]
+        # only the T rows used (the same entries of r; not the N x N circulant, issue 18)
+        prefix = self._circulant(self.T)
         return np.diff(prefix, axis=0, prepend=0.0)
 
     @property
