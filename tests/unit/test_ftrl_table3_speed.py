@@ -151,7 +151,7 @@ def test_full_honaker_decoder_by_cholesky_equals_pinv_to_round_off(T):
     special=st.sampled_from([None, np.nan, np.inf, -np.inf]),
 )
 def test_identity_check_is_allclose(n, seed, log_scale, special):
-    from dpreg.estimators.ftrl_factorizations import _is_identity
+    from dpreg.estimators._ftrl_checks import is_identity as _is_identity
 
     rng = np.random.default_rng(seed)
     P = np.eye(n) + 10.0**log_scale * rng.uniform(-3.0, 3.0, (n, n))

@@ -39,7 +39,7 @@ steps (``T = k b``) bounds the ``min_sep`` optimum from below.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -134,6 +134,9 @@ class BandedSolution:
     warm_start_error : float
         Total error of the banded Toeplitz warm start of the general solver (NaN when
         none was run).
+    decoder : ndarray (T, T) or None
+        :math:`C^{-1}` as :func:`solve_banded_me` computed it for ``objective``: the
+        triangular solve :meth:`factorization` would make, reused there (issue 18).
     """
 
     encoder: np.ndarray
@@ -147,6 +150,7 @@ class BandedSolution:
     converged: bool
     seconds: float
     warm_start_error: float = float("nan")
+    decoder: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def total_error(self) -> float:
@@ -158,7 +162,10 @@ class BandedSolution:
         from scipy.linalg import solve_triangular  # lazy: job start-up (docs/scaling.md)
 
         T = self.encoder.shape[0]
-        B = solve_triangular(self.encoder, np.eye(T), lower=True)
+        if self.decoder is not None:
+            B = self.decoder.copy(order="K")  # the same layout as the solve's
+        else:
+            B = solve_triangular(self.encoder, np.eye(T), lower=True)
         tag = "toeplitz_" if self.toeplitz else ""
         return MatrixFactorization(f"banded_{tag}p{self.bands}", self.encoder, B, False)
 
@@ -499,4 +506,5 @@ def solve_banded_me(
         converged=converged,
         seconds=time.perf_counter() - start,
         warm_start_error=warm,
+        decoder=B,
     )

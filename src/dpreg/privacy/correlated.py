@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from dpreg._validation import check_choice, check_positive
+from dpreg.privacy._integer_gram import encoder_gram
 from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget, check_budget
 from dpreg.privacy.conversions import CONVERSIONS, DEFAULT_CONVERSION, eps_to_zcdp, zcdp_to_eps
 from dpreg.privacy.gaussian import analytic_gaussian_sigma, gaussian_epsilon
@@ -394,7 +395,7 @@ def multi_participation_sensitivity_sq(
                 col[j * b :] += C[: T - j * b]
             return float(np.dot(col, col))
         C = toeplitz_matrix(C)
-    X = C.T @ C
+    X = encoder_gram(C)  # C.T @ C bit for bit (sparse for TreeAgg's integer encoder)
     patterns = participation_patterns(T, k, b, schema=schema)
     best = 0.0
     for size in sorted({len(p) for p in patterns}):

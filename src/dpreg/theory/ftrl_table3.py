@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from dpreg.estimators._ftrl_checks import signed_pair_product
 from dpreg.estimators.ftrl_banded import solve_banded_me
 from dpreg.estimators.ftrl_correlations import (
     ToeplitzCorrelation,
@@ -330,7 +331,11 @@ def _workload_error(
         if sums is None:
             sums = workload_diagonal_sums(A)
         return toeplitz_workload_error_from_sums(f, sums)
-    return float(np.sum((A @ f.decoder) ** 2))
+    # TreeAgg's decoder (two entries +-1 per column): the product's values without BLAS
+    G = signed_pair_product(A, f.decoder)
+    if G is None:
+        G = A @ f.decoder
+    return float(np.sum(G**2))
 
 
 def workload_matrix(
@@ -395,16 +400,20 @@ def tuned_nu(
     separation: int | None = None,
     schema: str = "min_sep",
     workload: np.ndarray | None = None,
+    sums: np.ndarray | None = None,
 ) -> float:
     r"""Return the ν of ν-DP-FTRL minimising the prefix-sum error (3) at horizon ``T``.
 
     The paper tunes ν this way for StackOverflow (§4, App. G.2); grid search over
     ``grid`` (default 60 log-spaced values in :math:`[10^{-4}, 0.5]`), with the
     sensitivity of ``participations`` participations ``separation`` apart, and the
-    error of ``workload`` (a (T, T) matrix; default the prefix sum).
+    error of ``workload`` (a (T, T) matrix; default the prefix sum). ``sums``:
+    :func:`workload_diagonal_sums` of ``workload`` if the caller has it already
+    (:func:`table3` shares it with its Toeplitz rows); computed here otherwise.
     """
     grid = np.geomspace(1e-4, 0.5, 60) if grid is None else np.asarray(grid, float)
-    sums = None if workload is None else workload_diagonal_sums(workload)  # shared by all nu
+    if workload is not None and sums is None:
+        sums = workload_diagonal_sums(workload)  # shared by all nu
     errors = []
     for v in grid:
         corr = nu_ftrl(float(v))
@@ -522,8 +531,12 @@ def table3(
         raise ValueError("me_bands is for me_solver='banded'")
     if A is not None and solver != "fixed_point":
         raise ValueError("workload other than 'prefix' needs me_solver='fixed_point'")
+    # one O(T^3) computation shared by tuned_nu and the Toeplitz rows (issue 18)
+    sums = None if A is None else workload_diagonal_sums(A)
     if nu == "tuned":
-        nu = tuned_nu(T, participations=k, separation=separation, schema=schema, workload=A)
+        nu = tuned_nu(
+            T, participations=k, separation=separation, schema=schema, workload=A, sums=sums
+        )
     nu = float(nu)
     me_info: dict[str, object] = {"me_solver": solver}
     sep = None if k == 1 else int(separation)
@@ -595,7 +608,6 @@ def table3(
     skip_matrix = k > 1 and schema == "min_sep" and T > SDP_MAX_T[2]
     rows = []
     best = None
-    sums = None
     for entry in entries:
         row = {key: v for key, v in entry.items() if key != "builder"}
         row.update(T=T, participations=k, separation=separation if k > 1 else math.nan)
@@ -617,8 +629,6 @@ def table3(
             rows.append(row)
             continue
         f = builders[builder]()
-        if A is not None and sums is None and isinstance(f, ToeplitzCorrelation):
-            sums = workload_diagonal_sums(A)  # shared by the Toeplitz rows
         prefix = _workload_error(f, T, A, sums)
         if builder == "optimal" and banded_sens:
             sens = banded_sens[0]  # the brute force over min_sep patterns is for small T
