@@ -28,7 +28,7 @@ def _bits(a):
     return np.ascontiguousarray(a).view(np.uint64)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.one_of(st.integers(0, 70), st.integers(70, 3000)),
@@ -37,10 +37,14 @@ def _bits(a):
     scale=st.sampled_from([1e-3, 0.1, 0.5, 2.0, 50.0]),
     tile=st.sampled_from([8, 16, 40, 256, 2048, 8192]),
     special=st.sampled_from(["none", "zeros", "nan", "inf", "ones"]),
+    shared=st.sampled_from(["", "any", "sorted"]),
 )
-def test_tiled_pass_is_the_narrow_pass_bit_for_bit(seed, n, width, d, scale, tile, special):
+def test_tiled_pass_is_the_narrow_pass_bit_for_bit(
+    seed, n, width, d, scale, tile, special, shared
+):
     """Sums (bytes, signed zeros and NaN payloads included) and counts equal for any
-    row count, chain starts (negative, inside, at and past the end), zero padding
+    row count, chain starts (negative, inside, at and past the end; distinct or shared
+    by neighbours, which then run as a pair), zero padding
     (d < 10), tile and residuals clipped or not, exactly at the clip level or NaN."""
     run = _tiled_kernel()
     rng = np.random.default_rng(seed)
@@ -61,7 +65,12 @@ def test_tiled_pass_is_the_narrow_pass_bit_for_bit(seed, n, width, d, scale, til
         else:
             AT[0, rows] = value
             XBT[0, rows] = value if special != "inf" else 1.0
+    # chains starting anywhere, or on a few shared rows (neighbours run together)
     row_start = rng.integers(-3, n + 4, size=width)
+    if shared:
+        row_start = rng.choice(row_start[:3], size=width)
+        if shared == "sorted":
+            row_start = np.sort(row_start)[::-1].copy()
     G_ref, c_ref = np.full((width, 10), 7.0), np.full(width, -1, dtype=np.int64)
     G, c = np.full((width, 10), 9.0), np.full(width, -2, dtype=np.int64)
     _fused_kernel()[1](AT, XBT, E, row_start, G_ref, c_ref)

@@ -4,14 +4,15 @@ r"""The fused narrow pass over row tiles, where it has the reference's bits.
 al. 2024, Figs. 5/6 and 10/11: 100 or 1,000 chains on :math:`n = 10^4` rows, p = 10)
 streams its two row arrays once per chain; at :math:`n = 10^4` they exceed the L2 cache.
 :func:`dpreg.estimators._dpgd_tiled_jit.fused_narrow_tiled` visits the rows in tiles
-shared by all chains and performs, lane by lane, the operations LLVM compiles the
-reference's loop into on an AVX-512 machine (eight lanes, fused multiply-adds, the
-lanes' reduction, the remainder rows), so the results are the reference's bit for bit
-where the reference was compiled that way. That depends on the CPU and LLVM, so
-:func:`tiled_pass` compares the two on a test problem (remainders of every length,
-clipped and unclipped residuals, zero padding, certified prefixes) and returns the
-tiled pass only if every bit and count agrees; otherwise None, and the caller runs the
-reference (``tests/unit/test_dpgd_tiled.py``). Nothing but the order in which chains
+shared by all chains (two chains at the same row together) and performs, lane by lane,
+the operations LLVM compiles the reference's loop into on an AVX-512 machine (eight
+lanes, fused multiply-adds, the lanes' reduction, the remainder rows), so the results
+are the reference's bit for bit where the reference was compiled that way. That
+depends on the CPU and LLVM, so :func:`tiled_pass` compares the two on test problems
+(remainders of every length, clipped and unclipped residuals, zero padding, certified
+prefixes, chains at the same row) and returns the tiled pass only if every bit and
+count agrees; otherwise None, and the caller runs the reference
+(``tests/unit/test_dpgd_tiled.py``). Nothing but the order in which chains
 advance through the rows changes: the same certificate, rows, sums and counts.
 """
 
@@ -32,7 +33,7 @@ _TILED_PATH = "tiled"
 
 
 def _check_problem(seed: int = 20241) -> list[tuple[np.ndarray, ...]]:
-    """Test problems: n = 0 .. 40 and 1,000 .. 1,031 rows, chains starting anywhere."""
+    """Test problems: n = 0 .. 40 and 1,000 .. 1,031 rows, chains starting anywhere or together."""
     rng = np.random.default_rng(seed)
     problems = []
     for n in [*range(41), *range(1000, 1032)]:
@@ -48,7 +49,8 @@ def _check_problem(seed: int = 20241) -> list[tuple[np.ndarray, ...]]:
         if n % 3 == 0:
             E[:, 7 : k - 1] = 0.0
         row_start = rng.integers(-1, n + 2, size=width)
-        row_start[0] = 0
+        row_start[:2] = 0  # neighbours at the same row run together
+        row_start[3] = row_start[2]
         problems.append((AT, XBT, E, row_start))
     return problems
 
