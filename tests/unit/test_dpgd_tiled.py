@@ -39,9 +39,7 @@ def _bits(a):
     special=st.sampled_from(["none", "zeros", "nan", "inf", "ones"]),
     shared=st.sampled_from(["", "any", "sorted"]),
 )
-def test_tiled_pass_is_the_narrow_pass_bit_for_bit(
-    seed, n, width, d, scale, tile, special, shared
-):
+def test_tiled_pass_is_the_narrow_pass_bit_for_bit(seed, n, width, d, scale, tile, special, shared):
     """Sums (bytes, signed zeros and NaN payloads included) and counts equal for any
     row count, chain starts (negative, inside, at and past the end; distinct or shared
     by neighbours, which then run as a pair), zero padding
