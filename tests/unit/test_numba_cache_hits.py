@@ -29,7 +29,7 @@ from dpreg.estimators import _dpgd_recent as dr, _dpgd_recent_jit as dj
 from dpreg.estimators import ambssgd_kernel as mk, _ambssgd_jit as mj
 from dpreg.estimators import _lanes_jit as lj
 from dpreg.estimators import ftrl_logistic as fl, _logistic_grad_jit as gj
-from dpreg.estimators import _dpgd_fused_step_jit as fj
+from dpreg.estimators import _dpgd_fused_step_jit as fj, _dpgd_tiled_jit as tj
 from dpreg.estimators.dpgd import ClippedGradientKernel
 
 X = np.random.default_rng(0).standard_normal((20, 300))
@@ -55,6 +55,9 @@ gj.noisy_step(np.ones((2, 4, 3)), np.ones((2, 4, 3)), np.ones((2, 4, 3)), True,
               np.ones((2, 4, 3)), True, 0.9, 32, 0.1)
 Xk = np.random.default_rng(3).standard_normal((60, 3))
 K = ClippedGradientKernel(Xk, np.ones(60), 1.0, fused=True)  # two columns: compiled bookkeeping
+tj.fused_narrow_tiled(np.ones((11, 20)), np.ones((10, 20)), np.ones((2, 11)),
+                      np.zeros(2, dtype=np.int64), np.empty((2, 10)),
+                      np.empty(2, dtype=np.int64), 8)
 K(np.random.default_rng(4).standard_normal((3, 4)))
 out = {}
 for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows),
@@ -64,7 +67,7 @@ for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows
                 ("certified_lanes", lj.certified_lanes),
                 ("shift_by_row_max", gj.shift_by_row_max), ("residual_clip", gj.residual_clip),
                 ("noisy_step", gj.noisy_step), ("fused_prologue", fj.prologue),
-                ("fused_epilogue", fj.epilogue)]:
+                ("fused_epilogue", fj.epilogue), ("fused_narrow_tiled", tj.fused_narrow_tiled)]:
     out[name] = [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
 print(json.dumps(out))
 """

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from dpreg.estimators._dpgd_tiled import tiled_pass
 from dpreg.estimators.dpgd_kernel import FUSED_NARROW_D, _fused_kernel
 
 __all__ = ["fused_evaluate"]
@@ -31,7 +32,8 @@ def _constants(kernel: Any, lay: Any, metric_slack: float) -> tuple[Any, ...] | 
     """Per-(kernel, layout) constants, computed once; None where the numpy path must run.
 
     The reference term of the distance (a 1-D norm, numpy's ``dot``), the blocks' first
-    rows, the metric's scale, and the pass (narrow or wide) for the kernel's padding.
+    rows, the metric's scale, and the pass (narrow or wide) for the kernel's padding;
+    the narrow one over row tiles where that has its bits (:mod:`dpreg.estimators._dpgd_tiled`).
     """
     const = getattr(lay, "fused_step", False)
     if const is not False:
@@ -47,6 +49,8 @@ def _constants(kernel: Any, lay: Any, metric_slack: float) -> tuple[Any, ...] | 
         starts = np.array([start for start, _ in lay.spans] + [kernel.n], dtype=np.int64)
         wide, narrow = _fused_kernel()
         run = narrow if kernel.AT.shape[0] == FUSED_NARROW_D + 1 else wide
+        if run is narrow:  # the same bits over row tiles, where checked (_dpgd_tiled)
+            run = tiled_pass() or narrow
         const = (ref_term, scale, starts, run)
     lay.fused_step = const
     return const
