@@ -115,6 +115,9 @@ _ROW_SCALE_PATH = "compiled"
 """``"compiled"``: the per-trial blocks clip by numba when loaded (:func:`_compiled_rows`);
 ``"numpy"``: the reference's numpy calls."""
 _ROW_SCALE_MIN = 1 << 12
+_STEP_PATH = "fused"
+"""``"fused"``: :func:`_iterate` with the tiled batched kernel runs :func:`_fused_steps`
+(its per-step bookkeeping compiled); ``"numpy"``: the reference's loop."""
 _STATISTICS_PATH = "lazy"
 """``"lazy"``: a batched design's sufficient statistics are computed on first use;
 ``"eager"`` (the reference): in :func:`_prepare_checked`, before any iteration."""
@@ -740,26 +743,36 @@ def _iterate(
     # than it saves at these sizes (its dispatch on a Generator is about 13 us).
     xi = np.empty((trials, q, p)) if lambda1 > 0 else None
     nu = np.empty((trials, p)) if lambda2 > 0 else None
+    batched = getattr(gradients, "batched", None)
+    fused = batched is not None and _STEP_PATH == "fused" and batched.path == "tiles"
     with np.errstate(over="ignore", invalid="ignore"):  # divergent runs are reported, not raised
-        for t in range(T):
-            g_theta, g_beta, frac_theta[:, t], frac_beta[:, t] = gradients(Theta, beta)
-            # Simultaneous update: the beta step uses Theta^(t), the pre-update value (P14).
-            Theta_next = Theta - step_theta * g_theta
-            beta_next = beta - step_beta * g_beta
-            if xi is not None:
-                rng.standard_normal(out=xi)
-                xi *= lambda1
-                xi *= step_theta
-                Theta_next += xi
-            if nu is not None:
-                rng.standard_normal(out=nu)
-                nu *= lambda2
-                nu *= step_beta
-                beta_next += nu
-            Theta, beta = Theta_next, beta_next
-            if return_path:
-                theta_path[:, t] = Theta
-                beta_path[:, t] = beta
+        if fused:  # the loop below with its bookkeeping compiled (the same bits)
+            Theta, beta = _fused_steps(
+                batched, Theta, beta, T=T, n=d.n, step_theta=step_theta, step_beta=step_beta,
+                lambda1=lambda1, lambda2=lambda2, xi=xi, nu=nu, rng=rng,
+                frac_theta=frac_theta, frac_beta=frac_beta, theta_path=theta_path,
+                beta_path=beta_path,
+            )  # fmt: skip
+        else:
+            for t in range(T):
+                g_theta, g_beta, frac_theta[:, t], frac_beta[:, t] = gradients(Theta, beta)
+                # Simultaneous update: the beta step uses Theta^(t), the pre-update value (P14).
+                Theta_next = Theta - step_theta * g_theta
+                beta_next = beta - step_beta * g_beta
+                if xi is not None:
+                    rng.standard_normal(out=xi)
+                    xi *= lambda1
+                    xi *= step_theta
+                    Theta_next += xi
+                if nu is not None:
+                    rng.standard_normal(out=nu)
+                    nu *= lambda2
+                    nu *= step_beta
+                    beta_next += nu
+                Theta, beta = Theta_next, beta_next
+                if return_path:
+                    theta_path[:, t] = Theta
+                    beta_path[:, t] = beta
     finite = np.isfinite(beta).all(axis=1) & np.isfinite(Theta).all(axis=(1, 2))
     return {
         "beta": beta,
@@ -770,6 +783,62 @@ def _iterate(
         "clip_fraction_beta": frac_beta,
         "n_nonfinite": int(np.count_nonzero(~finite)),
     }
+
+
+def _fused_steps(
+    batched: BatchedIVGradients,
+    Theta: np.ndarray,
+    beta: np.ndarray,
+    *,
+    T: int,
+    n: int,
+    step_theta: float,
+    step_beta: float,
+    lambda1: float,
+    lambda2: float,
+    xi: np.ndarray | None,
+    nu: np.ndarray | None,
+    rng: np.random.Generator | None,
+    frac_theta: np.ndarray,
+    frac_beta: np.ndarray,
+    theta_path: np.ndarray | None,
+    beta_path: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_iterate`'s loop for the tiled batched kernel, its bookkeeping compiled.
+
+    Per step the reference's numpy products ``v = Theta beta`` and ``G2 = Theta' S2``,
+    the same draws in the same order (``xi``, then ``nu``), and three compiled calls
+    (:meth:`BatchedIVGradients.step_sums`, :func:`dpreg.estimators._iv_step_jit.update`)
+    for the forty numpy calls of the reference's step: the same operations on every
+    entry, so the same bits (``tests/unit/test_iv_fused_steps.py``). Returns the final
+    ``(Theta, beta)``; fills the fractions and paths in place.
+    """
+    from dpreg.estimators import _iv_step_jit as jit
+
+    trials, q, p = Theta.shape
+    G1 = np.empty((trials, q, p))
+    S2 = np.empty((trials, q))
+    Theta_next, beta_next = np.empty_like(Theta), np.empty_like(beta)
+    no_xi, no_nu = np.empty((0, q, p)), np.empty((0, p))
+    nf = float(n)  # what numpy divides by: the int n as a float64 (exact below 2**53)
+    for t in range(T):
+        v = (Theta @ beta[..., None])[..., 0]  # (trials, q)
+        batched.step_sums(Theta, v, G1, S2, frac_theta, frac_beta, t)
+        G2 = (np.swapaxes(Theta, 1, 2) @ S2[..., None])[..., 0]  # Theta' sum_i f_i e_i z_i
+        if xi is not None:
+            rng.standard_normal(out=xi)
+        if nu is not None:
+            rng.standard_normal(out=nu)
+        jit.update(
+            Theta, beta, G1, G2, nf, step_theta, step_beta, no_xi if xi is None else xi,
+            lambda1, no_nu if nu is None else nu, lambda2, Theta_next, beta_next,
+        )  # fmt: skip
+        Theta, Theta_next = Theta_next, Theta
+        beta, beta_next = beta_next, beta
+        if theta_path is not None:
+            theta_path[:, t] = Theta
+            beta_path[:, t] = beta
+    return Theta, beta
 
 
 def _plain_run(
@@ -813,6 +882,7 @@ def _gradient_function(d: _Design, clip_theta: float, clip_beta: float, kernel: 
         G2 = (np.swapaxes(Theta, 1, 2) @ S2[..., None])[..., 0]  # Theta' sum_i f_i e_i z_i
         return G1 / n, G2 / n, count1 / n, count2 / n
 
+    gradients.batched = None if d.shared else certified  # type: ignore[attr-defined]
     return gradients
 
 

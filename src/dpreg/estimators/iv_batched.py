@@ -280,6 +280,7 @@ class BatchedIVGradients:
             self.znl = np.ascontiguousarray(np.swapaxes(zn, 0, 1), dtype=np.float64)
         self.ZtZ, self.ZtX, self.Zty = ZtZ, ZtX, Zty
         self.clip_theta, self.clip_beta = float(clip_theta), float(clip_beta)
+        self._step_buffers: tuple[np.ndarray, np.ndarray] | None = None  # for step_sums
 
     def __call__(
         self, Theta: np.ndarray, beta: np.ndarray
@@ -316,6 +317,48 @@ class BatchedIVGradients:
         count1 = out[:, qp + q].astype(np.int64)
         count2 = out[:, qp + q + 1].astype(np.int64)
         return G1, S2, count1, count2
+
+    def step_sums(
+        self,
+        Theta: np.ndarray,
+        v: np.ndarray,
+        G1: np.ndarray,
+        S2: np.ndarray,
+        frac_theta: np.ndarray,
+        frac_beta: np.ndarray,
+        t: int,
+    ) -> None:
+        """:meth:`__call__` into buffers: the sums ``G1``, ``S2`` and step ``t``'s fractions.
+
+        For the tiled path (``path == "tiles"``) of the fused recursion of
+        :func:`dpreg.estimators.iv._iterate`: ``v`` is ``Theta beta`` (the caller's numpy
+        product), ``G1`` (trials, q, p) and ``S2`` (trials, q) receive the sums of
+        :meth:`__call__` (a stage not clipped: its sufficient statistics, by the same
+        numpy calls) and ``frac_theta[:, t]``, ``frac_beta[:, t]`` the counts divided by
+        ``n``. The layout moves by :mod:`dpreg.estimators._iv_step_jit` (copies), the
+        kernel is :func:`_tile_kernel`'s: the same bits (``tests/unit/test_iv_fused_steps.py``).
+        """
+        from dpreg.estimators import _iv_step_jit as jit
+
+        trials, q, p = Theta.shape
+        do1, do2 = math.isfinite(self.clip_theta), math.isfinite(self.clip_beta)
+        if self._step_buffers is None:  # once per fit
+            tiles = self.D.shape[0]
+            self._step_buffers = (
+                np.zeros((tiles, q * p + q, TILE_LANES)),
+                np.zeros((tiles, q * p + q + 3 + p, TILE_LANES)),
+            )
+        S, Out = self._step_buffers
+        jit.pack(Theta, v, S)
+        _tile_kernel(q, p)(
+            self.D, S, Out, self.clip_theta if do1 else 0.0,
+            self.clip_beta if do2 else 0.0, do1, do2, 0.0,
+        )  # fmt: skip
+        jit.unpack(Out, G1, S2, frac_theta, frac_beta, t, float(self.D.shape[1]), do1, do2)
+        if not do1:  # sum_i z_i (z_i' Theta - x_i') = Z'Z Theta - Z'X
+            np.subtract(self.ZtZ @ Theta, self.ZtX, out=G1)
+        if not do2:  # sum_i z_i (z_i' Theta beta - y_i) = Z'Z v - Z'y
+            np.subtract((self.ZtZ @ v[..., None])[..., 0], self.Zty, out=S2)
 
     def _loops(self, Theta: np.ndarray, v: np.ndarray, do1: bool, do2: bool) -> tuple:
         """:func:`_kernel`'s sums (the stage not clipped: ``None``) and counts."""
