@@ -49,7 +49,6 @@ def test_bad_kernel_raises():
 
 
 def test_auto_kernel_is_numpy_for_small_calls_and_numba_for_large_ones():
-    # below the threshold "auto" runs "numpy_compiled", whose bits are "numpy"'s
     from dpreg.estimators.dpsgd_poisson import AUTO_MIN_ROWS
 
     X, y = _data(20000, 2)
@@ -256,85 +255,3 @@ def test_auto_kernel_below_the_threshold_is_the_numpy_reference_bit_for_bit():
     auto = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(8), **kw)
     ref = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(8), kernel="numpy_reference", **kw)
     np.testing.assert_array_equal(auto.theta, ref.theta)
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    n=st.integers(45, 400),
-    d=st.integers(1, 40),
-    trials=st.integers(1, 6),
-    clip=st.sampled_from([0.05, 0.5, 5.0, 1e9]),
-    fortran=st.booleans(),
-    spread=st.sampled_from([0.0, 2.0]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_numpy_compiled_equals_the_numpy_kernel_bit_for_bit(
-    n, d, trials, clip, fortran, spread, seed
-):
-    # kernel="numpy_compiled" (numpy's arithmetic in one compiled call per step, session
-    # 24) against kernel="numpy": the same sums, counts and iterates, bit for bit
-    X, y = _data(n, d, seed % 1000)
-    X = X * 10.0 ** np.random.default_rng(seed % 7).uniform(-spread, spread, size=d)
-    if fortran:  # a prepared table's X is column-major
-        X = np.asfortranarray(X)
-    kw = dict(budget=ApproxDP(1.0, 1e-4), trials=trials, clip=clip, eta=0.2)
-    kw |= dict(batch_size=max(1.0, n / 10), n_public=n, epochs=1.5)
-    fast = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(seed), kernel="numpy_compiled", **kw)
-    ref = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(seed), kernel="numpy", **kw)
-    np.testing.assert_array_equal(fast.theta.view(np.int64), ref.theta.view(np.int64))
-    np.testing.assert_array_equal(
-        fast.nonprivate_diagnostics["clip_fraction"], ref.nonprivate_diagnostics["clip_fraction"]
-    )
-    assert fast.budget_spent == ref.budget_spent
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    n=st.integers(5, 300),
-    d=st.integers(2, 40),
-    trials=st.integers(1, 5),
-    q=st.floats(0.01, 1.0),
-    clip=st.sampled_from([0.05, 1.0, 1e9]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_compiled_gathered_sums_step_equal_bit_for_bit(n, d, trials, q, clip, seed):
-    """One step's sums and counts: padded positions (row 0 times 0.0) included, as numpy."""
-    from dpreg.estimators.dpsgd_poisson import (
-        _CompiledGatheredSums,
-        _GatheredSums,
-        poisson_positions,
-    )
-
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * 10.0 ** rng.uniform(-2, 2, size=d)
-    X[0] = -X[0] * (rng.random(d) < 0.5)  # signed zeros in the padded row
-    y = rng.normal(size=n)
-    pos, mask = poisson_positions(n, q, trials, rng)
-    W = rng.normal(size=(trials, d))
-    counts = [np.zeros(trials) for _ in range(4)]
-    ref = _GatheredSums(X, y).step(pos, mask, W, clip, counts[0], counts[1])
-    got = _CompiledGatheredSums(X, y).step(pos, mask, W, clip, counts[2], counts[3])
-    np.testing.assert_array_equal(got.view(np.int64), ref.view(np.int64))
-    np.testing.assert_array_equal(counts[2], counts[0])
-    np.testing.assert_array_equal(counts[3], counts[1])
-
-
-def test_numpy_compiled_is_checked_once_and_used_below_the_threshold(monkeypatch):
-    import dpreg.estimators.dpsgd_poisson as mod
-
-    assert mod._numpy_order_available()
-    used = []
-
-    class Recording(mod._CompiledGatheredSums):
-        def __init__(self, X, y):
-            used.append(X.shape)
-            super().__init__(X, y)
-
-    monkeypatch.setattr(mod, "_CompiledGatheredSums", Recording)
-    X, y = _data(300, 1, 1)  # d = 1: numpy's gradient sum is in lanes, declined
-    kw = dict(budget=ApproxDP(1.0, 1e-4), trials=3, clip=1.0, eta=0.2, batch_size=17.0)
-    fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(1), n_public=300, **kw)
-    assert used == []
-    X, y = _data(300, 4, 1)
-    fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(1), n_public=300, **kw)
-    assert used == [(300, 4)]

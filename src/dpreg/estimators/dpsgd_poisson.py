@@ -63,14 +63,10 @@ __all__ = [
 ]
 
 
-POISSON_KERNELS: tuple[str, ...] = (
-    "auto", "numba", "numpy", "numpy_reference", "numpy_compiled",
-)  # fmt: skip
+POISSON_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy", "numpy_reference")
 """Kernels of :func:`fit_dp_sgd_poisson`: compiled in-place reads, numpy on gathered copies
-(``"numpy"``, the same bits as ``"numpy_reference"``, the former gathers), ``"numpy"``'s
-arithmetic compiled (``"numpy_compiled"``: :class:`_CompiledGatheredSums`, the same bits;
-``"numpy"`` itself where it cannot vouch for them), or ``"auto"`` (``"numba"`` from
-:data:`AUTO_MIN_ROWS` expected sampled rows, ``"numpy_compiled"`` below)."""
+(``"numpy"``, the same bits as ``"numpy_reference"``, the former gathers), or ``"auto"``
+(compiled from :data:`AUTO_MIN_ROWS` expected sampled rows)."""
 
 AUTO_MIN_ROWS = 1 << 22
 """``kernel="auto"`` sums with the compiled kernel when trials x steps x batch size reaches
@@ -280,68 +276,6 @@ class _GatheredSums:
         seen += mask.sum(axis=1)
         coef = np.where(mask, r * (clip / np.maximum(gnorm, clip)), 0.0)
         return np.einsum("kmd,km->kd", Xb, coef)
-
-
-class _CompiledGatheredSums(_GatheredSums):
-    r""":class:`_GatheredSums` in one compiled call per step, with numpy's arithmetic.
-
-    :func:`dpreg.estimators._numpy_order_jit.poisson_sums` does the step's numpy
-    operations in numpy's order (the two-lane summation of ``np.einsum``'s dot product in
-    this numpy build; the gradient added row by row, padded positions included), so the
-    sums and counts are :class:`_GatheredSums`'s bit for bit (issue 18, session 24;
-    ``tests/unit/test_dpsgd_poisson_kernel.py``). Use only where
-    :func:`_numpy_order_available` holds and ``d >= 2`` (numpy sums the gradient of
-    ``d = 1`` in lanes).
-    """
-
-    def __init__(self, X: np.ndarray, y: np.ndarray) -> None:
-        from dpreg.estimators import _numpy_order_jit
-
-        super().__init__(X, y)
-        self._sums = _numpy_order_jit.poisson_sums
-
-    def step(
-        self, pos: np.ndarray, mask: np.ndarray, W: np.ndarray, clip: float,
-        clipped: np.ndarray, seen: np.ndarray,
-    ) -> np.ndarray:  # fmt: skip
-        """Return the step's sums (trials, d) and update the counts, as the reference."""
-        total = np.empty(W.shape)
-        W = np.ascontiguousarray(W, dtype=np.float64)
-        self._sums(self.X, self.y, self.norms, pos, mask, W, float(clip), total, clipped, seen)
-        return total
-
-
-@cache
-def _numpy_order_available() -> bool:
-    """Whether :class:`_CompiledGatheredSums` gives :class:`_GatheredSums`'s bits here.
-
-    Checked once per process on small problems (``d`` 2 to 33, clipped and not, padded
-    positions); false on any difference (another numpy build), and then ``"auto"``
-    runs ``"numpy"``.
-    """
-    try:
-        import numba  # noqa: F401
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return False
-    rng = np.random.default_rng(20261127)
-    for d in (2, 3, 5, 8, 9, 16, 17, 26, 33):
-        n, trials = 41, 3
-        X = np.asfortranarray(rng.standard_normal((n, d)) * 10.0 ** rng.uniform(-2, 2, size=d))
-        y = rng.standard_normal(n)
-        pos, mask = poisson_positions(n, 0.2, trials, rng)
-        W = rng.standard_normal((trials, d))
-        for clip in (0.3, 3.0, 1e6):
-            counts = [np.zeros(trials) for _ in range(4)]
-            ref = _GatheredSums(X, y).step(pos, mask, W, clip, counts[0], counts[1])
-            got = _CompiledGatheredSums(X, y).step(pos, mask, W, clip, counts[2], counts[3])
-            same = np.array_equal(ref.view(np.int64), got.view(np.int64))
-            if not (
-                same
-                and np.array_equal(counts[0], counts[2])
-                and np.array_equal(counts[1], counts[3])
-            ):
-                return False
-    return True
 
 
 def poisson_positions(
@@ -578,16 +512,13 @@ def fit_dp_sgd_poisson(
         accepted like every other estimator's and checked against the data (never
         clipped); the mechanism is set by ``clip``, so they change nothing else.
         ``None``: no bound declared.
-    kernel : {"auto", "numba", "numpy", "numpy_reference", "numpy_compiled"}, default "auto"
+    kernel : {"auto", "numba", "numpy", "numpy_reference"}, default "auto"
         How each step's clipped gradients are summed: compiled, reading the sampled
         rows in place, or numpy on gathered copies (``"numpy"``: rows taken from a
         row-major copy into a reused buffer, row norms computed once; bit for bit the
-        values of ``"numpy_reference"``, the former gathers), or ``"numpy"``'s
-        arithmetic compiled (``"numpy_compiled"``: bit for bit ``"numpy"``'s values,
-        which it runs for ``d = 1`` or where it cannot vouch for them); ``"auto"`` is
+        values of ``"numpy_reference"``, the former gathers); ``"auto"`` is
         ``"numba"`` when ``trials * steps * batch_size >= AUTO_MIN_ROWS``
-        (:math:`2^{22}`), else ``"numpy_compiled"``. Same draws, same result up to
-        rounding.
+        (:math:`2^{22}`), else ``"numpy"``. Same draws, same result up to rounding.
 
     Returns
     -------
@@ -640,9 +571,7 @@ def fit_dp_sgd_poisson(
     seen = np.zeros(trials)
     tail_start = steps // 2 + 1
     if kernel == "auto":
-        kernel = "numba" if trials * steps * batch_size >= AUTO_MIN_ROWS else "numpy_compiled"
-    if kernel == "numpy_compiled":
-        kernel = "numpy" if d < 2 or not _numpy_order_available() else kernel
+        kernel = "numba" if trials * steps * batch_size >= AUTO_MIN_ROWS else "numpy"
     if kernel == "numba":
         step_kernel = _step_kernel()
         norms = np.sqrt(np.einsum("id,id->i", X, X))
@@ -651,14 +580,12 @@ def fit_dp_sgd_poisson(
         X_rows = np.ascontiguousarray(X)
     elif kernel == "numpy":
         gathered = _GatheredSums(X, y)
-    elif kernel == "numpy_compiled":
-        gathered = _CompiledGatheredSums(X, y)
     for t in range(steps):
         pos, mask = poisson_positions(n, q, trials, rng)
         if kernel == "numba":
             total = np.zeros((trials, d))
             step_kernel(X_rows, y, norms, pos, mask, W, clip, total, clipped, seen)
-        elif kernel in ("numpy", "numpy_compiled"):
+        elif kernel == "numpy":
             total = gathered.step(pos, mask, W, clip, clipped, seen)
         else:
             total = _numpy_step_reference(X, y, pos, mask, W, clip, clipped, seen)

@@ -4,7 +4,7 @@ r"""DP-FTRL's numpy step loop compiled with numpy's own arithmetic (issue 18, se
 runs below :data:`~dpreg.estimators.ftrl.KERNEL_AUTO_MIN_ROWS` row-steps; Choquette-Choo
 et al. 2023, Alg. 1) costs about 20 µs of numpy calls per step. :func:`data_steps_numpy_order`
 runs the same steps in one compiled pass per trial
-(:mod:`dpreg.estimators._numpy_order_jit`) doing numpy's operations in numpy's order,
+(:mod:`dpreg.estimators._ftrl_numpy_order_jit`) doing numpy's operations in numpy's order,
 including the two-lane summation of ``np.einsum``'s dot product in this numpy build, so the
 iterates and clip counts are the numpy loop's **bit for bit**; unlike
 :mod:`dpreg.estimators.ftrl_kernel` (whose dot products are plain sequential sums and
@@ -29,7 +29,7 @@ __all__ = ["available", "data_steps_numpy_order"]
 
 
 def _run(X, y, order, theta, *, epochs, eta, clip, ridge, noise, path):
-    from dpreg.estimators import _numpy_order_jit as jit
+    from dpreg.estimators import _ftrl_numpy_order_jit as jit
 
     finite = not np.isinf(clip)
     X = np.ascontiguousarray(X, dtype=np.float64)

@@ -14,10 +14,6 @@ Alg. 1; the reference's arrays, docs/scaling.md "Cost of a paper-scale run", ses
   ``x_ic r_i`` into a zeroed output row by row, in the batch's order;
 * the clip factor ``clip / np.maximum(norms, clip)`` (NaN propagated as numpy's
   ``maximum`` does), the division by ``b``, ridge, noise and step as the reference.
-
-:func:`poisson_sums` does the same for one step of DP-SGD with Poisson sampling
-(``dpreg.estimators.dpsgd_poisson._GatheredSums.step``: ``"kmd,kd->km"`` and
-``"kmd,km->kd"``, the same two einsum forms).
 """
 
 import numba
@@ -143,58 +139,3 @@ def steps(X, y, norms, order, theta, epochs, eta, clip, finite, ridge, noise, pa
                     if has_path:
                         path[k, t, c] = theta[k, c]
                 t += 1
-
-
-@numba.njit(cache=True, nogil=True)
-def poisson_sums(X, y, norms, pos, mask, W, clip, total, clipped, seen):  # pragma: no cover
-    """``_GatheredSums.step`` of DP-SGD (Poisson): the step's sums into ``total`` (zeroed).
-
-    ``pos``, ``mask`` (trials, M); ``W`` (trials, d); ``norms`` the reference's row norms.
-    Per trial: ``r = einsum("kmd,kd->km") - y[pos]``, ``gnorm = |r| norms[pos]``, the
-    counts, ``coef = where(mask, r * (clip / maximum(gnorm, clip)), 0.0)`` and
-    ``einsum("kmd,km->kd", Xb, coef)`` added row by row into a zeroed row of ``total``,
-    the padded positions (row ``pos = 0`` times 0.0) included, as numpy adds them.
-    """
-    trials, M = pos.shape
-    d = X.shape[1]
-    M4 = M - M % 4
-    coef = np.empty(M)
-    for k in range(trials):
-        for m in range(0, M4, 4):
-            i0 = pos[k, m]
-            i1 = pos[k, m + 1]
-            i2 = pos[k, m + 2]
-            i3 = pos[k, m + 3]
-            r0, r1, r2, r3 = dot4_einsum(X, i0, i1, i2, i3, W, k, d)
-            coef[m] = _poisson_coef(r0 - y[i0], norms[i0], mask[k, m], clip, clipped, seen, k)
-            v = mask[k, m + 1]
-            coef[m + 1] = _poisson_coef(r1 - y[i1], norms[i1], v, clip, clipped, seen, k)
-            v = mask[k, m + 2]
-            coef[m + 2] = _poisson_coef(r2 - y[i2], norms[i2], v, clip, clipped, seen, k)
-            v = mask[k, m + 3]
-            coef[m + 3] = _poisson_coef(r3 - y[i3], norms[i3], v, clip, clipped, seen, k)
-        for m in range(M4, M):
-            i = pos[k, m]
-            r = dot_einsum(X, i, W, k, d) - y[i]
-            coef[m] = _poisson_coef(r, norms[i], mask[k, m], clip, clipped, seen, k)
-        for c in range(d):
-            total[k, c] = 0.0
-        for m in range(M):
-            i = pos[k, m]
-            e = coef[m]
-            for c in range(d):
-                total[k, c] = X[i, c] * e + total[k, c]
-
-
-@numba.njit(cache=True, nogil=True)
-def _poisson_coef(r, norm, valid, clip, clipped, seen, k):  # pragma: no cover - compiled
-    # gnorm = |r| norm; over = (gnorm > clip) & mask; seen += mask;
-    # coef = where(mask, r * (clip / maximum(gnorm, clip)), 0.0)
-    g = abs(r) * norm
-    if not valid:
-        return 0.0
-    seen[k] += 1.0
-    if g > clip:
-        clipped[k] += 1.0
-    m = clip if clip > g else g  # np.maximum(g, clip): g when NaN
-    return r * (clip / m)
