@@ -31,6 +31,7 @@ from dpreg.estimators import _lanes_jit as lj
 from dpreg.estimators import ftrl_logistic as fl, _logistic_grad_jit as gj
 from dpreg.estimators import _dpgd_fused_step_jit as fj, _dpgd_tiled_jit as tj
 from dpreg.estimators.dpgd import ClippedGradientKernel
+from dpreg.estimators import _ftrl_numpy_order_jit as oj
 
 X = np.random.default_rng(0).standard_normal((20, 300))
 ak.clip_block(X, np.ones((20, 1)), 1.0, np.ones(1), np.zeros(1))
@@ -59,6 +60,9 @@ tj.fused_narrow_tiled(np.ones((11, 20)), np.ones((10, 20)), np.ones((2, 11)),
                       np.zeros(2, dtype=np.int64), np.empty((2, 10)),
                       np.empty(2, dtype=np.int64), 8)
 K(np.random.default_rng(4).standard_normal((3, 4)))
+e3 = np.empty((0, 0, 0))
+oj.steps(Xk, np.ones(60), np.ones(60), np.arange(60).reshape(2, 5, 6), np.zeros((2, 3)), 1,
+         0.1, 1.0, True, 0.0, e3, e3, np.zeros(2))
 out = {}
 for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows),
                 ("uniforms", cj.uniforms), ("sincos_loop", cj.sincos_loop),
@@ -68,6 +72,8 @@ for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows
                 ("shift_by_row_max", gj.shift_by_row_max), ("residual_clip", gj.residual_clip),
                 ("noisy_step", gj.noisy_step), ("fused_prologue", fj.prologue),
                 ("fused_epilogue", fj.epilogue), ("fused_narrow_tiled", tj.fused_narrow_tiled)]:
+
+                ("fused_epilogue", fj.epilogue), ("ftrl_numpy_order", oj.steps)]:
     out[name] = [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
 print(json.dumps(out))
 """

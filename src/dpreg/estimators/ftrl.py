@@ -100,10 +100,12 @@ __all__ = [
     "stream_noise",
 ]
 
-FTRL_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy")
+FTRL_KERNELS: tuple[str, ...] = ("auto", "numba", "numpy", "numpy_compiled")
 """Step loops of :func:`fit_dp_ftrl`: compiled (:mod:`dpreg.estimators.ftrl_kernel`), the
-numpy reference, or ``"auto"`` (compiled from :data:`KERNEL_AUTO_MIN_ROWS` row-steps or
-:data:`KERNEL_AUTO_MIN_STEPS` steps)."""
+numpy reference, the numpy loop's arithmetic compiled
+(:mod:`dpreg.estimators.ftrl_numpy_order`: the reference's bits), or ``"auto"``
+(``"numba"`` from :data:`KERNEL_AUTO_MIN_ROWS` row-steps or :data:`KERNEL_AUTO_MIN_STEPS`
+steps, ``"numpy_compiled"`` below)."""
 
 KERNEL_AUTO_MIN_ROWS = 1 << 19
 """``kernel="auto"`` compiles when trials x T x batch size reaches this (a public count):
@@ -920,12 +922,16 @@ def fit_dp_ftrl(
         Passes :math:`E \ge 1` over the rows (a public input), each row participating
         :math:`E` times, :math:`\lfloor n/b\rfloor` steps apart. At most
         :data:`MAX_STEPS` steps in all.
-    kernel : {"auto", "numba", "numpy"}, default "auto"
+    kernel : {"auto", "numba", "numpy", "numpy_compiled"}, default "auto"
         The step loop (:data:`FTRL_KERNELS`): ``"numpy"`` the reference, ``"numba"``
         the compiled loop (:mod:`dpreg.estimators.ftrl_kernel`; same draws, iterates
         equal to the reference's up to the order of floating-point additions),
-        ``"auto"`` the compiled one when trials x T x ``batch_size`` reaches
-        :data:`KERNEL_AUTO_MIN_ROWS` or T reaches :data:`KERNEL_AUTO_MIN_STEPS`.
+        ``"numpy_compiled"`` the reference's arithmetic compiled
+        (:mod:`dpreg.estimators.ftrl_numpy_order`; the reference's bits, or the
+        reference itself where it cannot vouch for them, e.g. ``d = 1``), ``"auto"``
+        ``"numba"`` when trials x T x ``batch_size`` reaches
+        :data:`KERNEL_AUTO_MIN_ROWS` or T reaches :data:`KERNEL_AUTO_MIN_STEPS`, else
+        ``"numpy_compiled"``.
 
     Returns
     -------
@@ -1032,12 +1038,17 @@ def fit_dp_ftrl(
     path = np.empty((trials, T, d)) if return_path else None
     if kernel == "auto":
         large = trials * T * batch_size >= KERNEL_AUTO_MIN_ROWS or T >= KERNEL_AUTO_MIN_STEPS
-        kernel = "numba" if large else "numpy"
-    steps = data_steps_compiled if kernel == "numba" else _data_steps
-    theta, clipped = steps(
-        X, y, order, theta, epochs=epochs, eta=eta, clip=clip, ridge=ridge, noise=noise,
-        path=path,
-    )  # fmt: skip
+        kernel = "numba" if large else "numpy_compiled"
+    step_args = dict(epochs=epochs, eta=eta, clip=clip, ridge=ridge, noise=noise, path=path)
+    result = None
+    if kernel == "numpy_compiled":
+        from dpreg.estimators.ftrl_numpy_order import data_steps_numpy_order
+
+        result = data_steps_numpy_order(X, y, order, theta, reference=_data_steps, **step_args)
+    if result is None:
+        steps = data_steps_compiled if kernel == "numba" else _data_steps
+        result = steps(X, y, order, theta, **step_args)
+    theta, clipped = result
     private = not math.isinf(clip) and sigma_dp > 0
     spent, rho_certified, epsilon_certified = stream_certificate(
         sigma_dp,
