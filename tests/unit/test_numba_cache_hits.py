@@ -71,9 +71,8 @@ for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows
                 ("certified_lanes", lj.certified_lanes),
                 ("shift_by_row_max", gj.shift_by_row_max), ("residual_clip", gj.residual_clip),
                 ("noisy_step", gj.noisy_step), ("fused_prologue", fj.prologue),
-                ("fused_epilogue", fj.epilogue), ("fused_narrow_tiled", tj.fused_narrow_tiled)]:
-
-                ("fused_epilogue", fj.epilogue), ("ftrl_numpy_order", oj.steps)]:
+                ("fused_epilogue", fj.epilogue), ("fused_narrow_tiled", tj.fused_narrow_tiled),
+                ("ftrl_numpy_order", oj.steps)]:
     out[name] = [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
 print(json.dumps(out))
 """
