@@ -28,6 +28,10 @@ bit on a test problem before using this pass (and keeps the reference otherwise)
 
 One file with module-level functions (numba's on-disk cache checks only the kernel's
 own source file, and misses kernels held in closures; docs/scaling.md, "numba's cache").
+For the same reason the vector type and the ``vload`` / ``vstore`` / ``vsplat``
+intrinsics are written here again rather than imported from
+:mod:`dpreg.estimators._lanes_jit` (four lanes there, eight here): an edit to intrinsics
+imported from another file would leave this kernel's cached machine code stale.
 """
 
 import numba
