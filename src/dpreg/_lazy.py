@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["LazyTable", "lazy_attributes"]
+__all__ = ["LazyTable", "defer_module", "defer_numpy_tool_modules", "lazy_attributes"]
 
 
 def lazy_attributes(
@@ -121,3 +122,91 @@ class LazyTable(Mapping[str, Any]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._sources
+
+
+def defer_module(name: str) -> bool:
+    """Put a lazy module in place of ``name``: its code runs on first attribute access.
+
+    The module object (``importlib.util.LazyLoader``) is entered in ``sys.modules`` and
+    bound on its parent package, as ``import a.b`` binds it, so an ``import`` or a
+    ``hasattr`` that only asks whether the module exists does not execute it; the first
+    read of one of its attributes does, and from then on it is the ordinary module.
+
+    Parameters
+    ----------
+    name : str
+        A submodule's dotted name (``"numpy.f2py"``); its parent package is imported.
+
+    Returns
+    -------
+    bool
+        Whether it was deferred (not when it is already imported or cannot be found).
+
+    Examples
+    --------
+    >>> import subprocess, sys
+    >>> code = (
+    ...     "import sys, json; from dpreg._lazy import defer_module;"
+    ...     "print(defer_module('json.tool'), hasattr(json, 'tool'),"
+    ...     " 'argparse' in sys.modules);"
+    ...     "import json.tool; print(callable(json.tool.main), 'argparse' in sys.modules)"
+    ... )
+    >>> print(subprocess.run([sys.executable, "-c", code], capture_output=True,
+    ...                      text=True, check=True).stdout.strip())
+    True True False
+    True True
+    """
+    parent, _, child = name.rpartition(".")
+    if name in sys.modules or not parent:
+        return False
+    try:
+        spec = importlib.util.find_spec(name)  # imports the parent package
+    except ModuleNotFoundError:
+        return False
+    if spec is None or spec.loader is None:
+        return False
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    setattr(sys.modules[parent], child, module)
+    return True
+
+
+#: numpy submodules that only tools and tests use, but that SciPy's array-API layer
+#: (``scipy._lib.array_api_compat.numpy``, imported with ``scipy.special``) imports by
+#: asking ``hasattr(numpy, name)`` of every name in ``dir(numpy)``.
+NUMPY_TOOL_MODULES = ("numpy.f2py", "numpy.testing")
+
+
+def defer_numpy_tool_modules() -> list[str]:
+    """Defer :data:`NUMPY_TOOL_MODULES` for a workflow job (start-up, docs/scaling.md).
+
+    ``import scipy.special`` (and so ``scipy.stats``, ``scipy.optimize``, ...) executes
+    ``numpy.f2py`` and ``numpy.testing`` through SciPy's array-API layer, about 0.09 s of
+    CPU that no job uses. The workflow's job scripts call this first; the modules stay
+    importable and work as before (the first attribute read runs them). A library user's
+    process is never changed.
+
+    Returns
+    -------
+    list of str
+        The modules deferred.
+
+    Examples
+    --------
+    >>> import subprocess, sys
+    >>> code = (
+    ...     "import sys; from dpreg._lazy import defer_numpy_tool_modules;"
+    ...     "deferred = defer_numpy_tool_modules(); import scipy.special;"
+    ...     "print(deferred, type(sys.modules['numpy.f2py']).__name__);"
+    ...     "from numpy.testing import assert_equal; assert_equal(1, 1);"
+    ...     "print(type(sys.modules['numpy.testing']).__name__)"
+    ... )
+    >>> print(subprocess.run([sys.executable, "-c", code], capture_output=True,
+    ...                      text=True, check=True).stdout.strip())
+    ['numpy.f2py', 'numpy.testing'] _LazyModule
+    module
+    """
+    return [name for name in NUMPY_TOOL_MODULES if defer_module(name)]

@@ -115,3 +115,52 @@ def test_a_reference_of_a_dataset_without_instruments_loads_no_statsmodels():
         "ols_reference(np.eye(4, 2) + 1.0, np.arange(4.0))"
     )
     assert "statsmodels" not in loaded["heavy"] and "scipy.stats" not in loaded["heavy"]
+
+
+def test_deferred_numpy_tool_modules_run_only_when_read():
+    # SciPy's array-API layer asks hasattr(numpy, name) of every name: with the modules
+    # deferred that no longer executes numpy.f2py (its crackfortran) or numpy.testing.
+    probe = (
+        "import sys\n"
+        "from dpreg._lazy import defer_numpy_tool_modules\n"
+        "deferred = defer_numpy_tool_modules()\n"
+        "import numpy, scipy.special, scipy.stats\n"
+        "ran = [m for m in ('numpy.f2py.crackfortran', 'numpy.testing._private.utils')"
+        " if m in sys.modules]\n"
+        "from numpy.testing import assert_allclose\n"
+        "assert_allclose(scipy.special.ndtr(0.0), 0.5)\n"
+        "print(deferred, ran, 'numpy.testing._private.utils' in sys.modules,"
+        " numpy.f2py.__name__, 'numpy.f2py.crackfortran' in sys.modules,"
+        " defer_numpy_tool_modules())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
+    assert out.stdout.split() == [
+        "['numpy.f2py',",
+        "'numpy.testing']",
+        "[]",
+        "True",
+        "numpy.f2py",
+        "True",
+        "[]",
+    ]
+
+
+def test_every_job_script_importing_dpreg_experiments_defers_numpy_tools(repo_root):
+    scripts = sorted((repo_root / "workflow" / "scripts").glob("*.py"))
+    for script in scripts:
+        text = script.read_text()
+        if "dpreg.experiments" not in text and "dpreg.data.datasets" not in text:
+            continue
+        call = text.find("defer_numpy_tool_modules()")
+        assert call != -1, script.name
+        assert all(
+            call < text.find(heavy)
+            for heavy in ("import pandas", "from dpreg.experiments", "from dpreg.data")
+            if heavy in text
+        ), script.name

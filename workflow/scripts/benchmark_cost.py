@@ -4,6 +4,11 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 
+# SciPy (through its array-API layer) would execute numpy.f2py and numpy.testing: deferred.
+from dpreg._lazy import defer_numpy_tool_modules  # noqa: E402
+
+defer_numpy_tool_modules()
+
 from dpreg.data.datasets import Dataset  # noqa: E402
 from dpreg.experiments.benchmark import measure_cost  # noqa: E402
 from dpreg.io import read_prepared_table, write_csv  # noqa: E402

@@ -10,6 +10,11 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 
+# SciPy (through its array-API layer) would execute numpy.f2py and numpy.testing: deferred.
+from dpreg._lazy import defer_numpy_tool_modules  # noqa: E402
+
+defer_numpy_tool_modules()
+
 from dpreg.data.acquire import source_settings  # noqa: E402
 from dpreg.data.pipeline import prepare_dataset  # noqa: E402
 from dpreg.io import (  # noqa: E402

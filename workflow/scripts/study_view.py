@@ -4,6 +4,11 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 
+# SciPy (through its array-API layer) would execute numpy.f2py and numpy.testing: deferred.
+from dpreg._lazy import defer_numpy_tool_modules  # noqa: E402
+
+defer_numpy_tool_modules()
+
 import pandas as pd  # noqa: E402
 
 from dpreg.experiments.studies import study_view  # noqa: E402

@@ -4,6 +4,11 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
 
+# SciPy (through its array-API layer) would execute numpy.f2py and numpy.testing: deferred.
+from dpreg._lazy import defer_numpy_tool_modules  # noqa: E402
+
+defer_numpy_tool_modules()
+
 # Before matplotlib is imported: its artist classes skip their `set` docstrings (~0.15 s).
 from dpreg.plotting.figure_job import defer_artist_set_docstrings  # noqa: E402
 

@@ -11,6 +11,7 @@ from types import ModuleType
 
 import matplotlib.pyplot as plt
 
+from dpreg._lazy import defer_module
 from dpreg.io import atomic_write
 
 #: What seaborn imports from SciPy when it is there: ``scipy.stats`` for its KDE
@@ -149,16 +150,4 @@ def defer_pdf_font_subsetting() -> bool:
     True False
     True
     """
-    name = "fontTools.subset"
-    if name in sys.modules:
-        return False
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        return False
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    sys.modules["fontTools"].subset = module  # as the import system binds it
-    return True
+    return defer_module("fontTools.subset")
