@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpreg.data.regimes import load_regime_split, regime_bounds, regime_theta
 from dpreg.experiments import ci_coverage as kind
@@ -178,3 +180,42 @@ def test_coverage_claims_read_the_claimed_cells_only(monkeypatch):
 def test_no_coverage_claim_without_a_checked_entry(monkeypatch):
     monkeypatch.setattr(bootstrap, "CHECKED_INTERVALS", {})
     assert "ci_coverage" not in check({"s": _table([0.5, 0.9, 0.2])})
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        {"estimator": "adassp", "d": 3},
+        {"estimator": "adassp", "d": 9, "targets": "population", "interval": "percentile"},
+        {"estimator": "linear_mixing", "d": 9},
+        {"estimator": "sheffet_sketch", "d": 1, "epsilon": 0.3},
+        {"estimator": "ihm", "d": 4, "targets": ["population", "empirical"]},
+        {"estimator": "ihm", "d": 2, "targets": "population"},  # no target: the reference
+    ],
+)
+def test_fast_trials_equal_the_reference_bit_for_bit(monkeypatch, cell):
+    """_trials (arrays per cell, regime_rows) gives the reference's frame: every value,
+    dtype and column, in the same order (docs/scaling.md, session 25)."""
+    cell = {**CELL, "n": 300, "replicates": 64, **cell}
+    fast = kind.run_ci_coverage(cell, trials=7, first_trial=3, seed=5, data=None)
+    monkeypatch.setattr(kind, "_PATH", "reference")
+    ref = kind.run_ci_coverage(cell, trials=7, first_trial=3, seed=5, data=None)
+    assert list(fast.columns) == list(ref.columns)
+    assert (fast.dtypes == ref.dtypes).all()
+    assert fast.equals(ref)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(1, 40),
+    d=st.integers(1, 70),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.sampled_from([1e-8, 1.0, 1e8]),
+)
+def test_row_sums_along_the_last_axis_are_each_rows_mean(rows, d, seed, scale):
+    """The columns ``length`` and ``ols_length`` of _trials: numpy's reduction along the
+    last, contiguous axis sums each row as ``mean`` of that row does (pairwise)."""
+    x = np.random.default_rng(seed).normal(size=(rows, 2, d)) * scale
+    got = np.add.reduce(x, axis=-1) / d
+    want = np.array([[float(row.mean()) for row in pair] for pair in x])
+    assert np.array_equal(got, want)

@@ -289,16 +289,48 @@ def _shared_batch(seed: int, m: int, R: int, d: int) -> tuple[np.ndarray, np.nda
     R=st.integers(1, 40),
     d=st.integers(1, 12),
     method=st.sampled_from(["auto", "fast", "reference"]),
+    rest=st.sampled_from(["per_matrix", "stacked"]),
 )
-def test_shared_matrix_solve_has_the_bits_of_the_repeated_systems(seed, m, R, d, method):
-    """One factor per matrix: bit for bit the per-system solve of the repeated matrices."""
+def test_shared_matrix_solve_has_the_bits_of_the_repeated_systems(seed, m, R, d, method, rest):
+    """One factor per matrix: bit for bit the per-system solve of the repeated matrices,
+    with the uncertified right-hand sides sent to the reference either way."""
+    import dpreg.estimators._linalg as linalg
+
     A, b = _shared_batch(seed, m, R, d)
-    with np.errstate(all="ignore"):
-        got = solve_symmetric_shared(A, b, method=method)
-        repeated = np.broadcast_to(A[:, None], (m, R, d, d)).reshape(-1, d, d)
-        want = solve_symmetric_batch(repeated, b.reshape(-1, d), method=method)
+    linalg._SHARED_REST = rest
+    try:
+        with np.errstate(all="ignore"):
+            got = solve_symmetric_shared(A, b, method=method)
+            repeated = np.broadcast_to(A[:, None], (m, R, d, d)).reshape(-1, d, d)
+            want = solve_symmetric_batch(repeated, b.reshape(-1, d), method=method)
+    finally:
+        linalg._SHARED_REST = "per_matrix"
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g.reshape(w.shape), w)
+
+
+@pytest.mark.parametrize("d", [1, 3, 10])
+def test_shared_solve_of_a_clamped_plug_in_pseudo_inverts_once(monkeypatch, d):
+    """The bootstrap's singular plug-in Gram (eigenvalues clamped at 0) at 500 right-hand
+    sides: per matrix, the stacked reference's bits, with one pinv call per matrix."""
+    import dpreg.estimators._linalg as linalg
+
+    rng = np.random.default_rng(d)
+    V = np.linalg.qr(rng.normal(size=(3, d, d)))[0]
+    w = np.maximum(rng.normal(size=(3, d)), 0.0)
+    w[:, 0] = 0.0
+    A = (V * w[:, None, :]) @ np.swapaxes(V, 1, 2)
+    A[1] = np.eye(d) + 0.1  # certified: never reaches the reference
+    b = rng.normal(size=(3, 500, d))
+    calls = []
+    pinv = np.linalg.pinv
+    monkeypatch.setattr(np.linalg, "pinv", lambda *a, **k: calls.append(1) or pinv(*a, **k))
+    got = solve_symmetric_shared(A, b)
+    assert len(calls) == 2 and got[1][0].all() and not got[1][1].any()
+    monkeypatch.setattr(linalg, "_SHARED_REST", "stacked")
+    want = solve_symmetric_shared(A, b)
+    for g, w_ in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w_)
 
 
 def test_shared_matrix_solve_at_the_bootstrap_size_uses_the_certificate():
@@ -317,3 +349,47 @@ def test_shared_matrix_solve_refuses_bad_shapes_and_methods():
         solve_symmetric_shared(np.eye(2)[None], np.ones((1, 2)))
     with pytest.raises(ValueError, match="b shape"):
         solve_symmetric_shared(np.eye(2)[None], np.ones((1, 3, 3)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    d=st.integers(1, 12),
+    kind=st.sampled_from(["regular", "indefinite", "singular", "overflow", "nan", "tiny"]),
+    method=st.sampled_from(["auto", "reference"]),
+    shifted=st.booleans(),
+)
+def test_one_system_lean_reference_has_the_batch_codes_bits(seed, d, kind, method, shifted):
+    """A batch of one system (the estimators' per-trial fits) through the lean regular
+    branch: theta, singular and eigenvalues bit for bit the batch code's, for every kind
+    of system the rule meets (the singular and non-finite ones fall back to it)."""
+    import dpreg.estimators._linalg as linalg
+
+    rng = np.random.default_rng(seed)
+    F = rng.normal(size=(1, d, d + 2))
+    A = F @ np.swapaxes(F, 1, 2)
+    b = rng.normal(size=(1, d))
+    if kind == "indefinite":
+        A -= 3.0 * d * np.eye(d)
+    elif kind == "singular":
+        low = F[:, :, : d - 1]
+        A = low @ np.swapaxes(low, 1, 2)
+    elif kind == "overflow":
+        A *= 1e-300
+        b *= 1e300
+    elif kind == "nan":
+        b[0, 0] = np.nan
+    elif kind == "tiny":
+        A *= 1e-310  # subnormal entries
+    shift = rng.uniform(0.0, 1.0, size=1) if shifted else None
+    out = {}
+    try:
+        for mode in ("lean", "stacked"):
+            linalg._ONE_SYSTEM = mode
+            with np.errstate(all="ignore"):
+                out[mode] = solve_symmetric_batch(A, b, shift=shift, method=method)
+    finally:
+        linalg._ONE_SYSTEM = "lean"
+    for g, w in zip(out["lean"], out["stacked"], strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)

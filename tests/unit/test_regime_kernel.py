@@ -85,3 +85,59 @@ def test_regime_draws_equal_the_reference_path(monkeypatch, seed, n, d, covarian
         assert np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y)
     # the projection is applied: rows in the unit ball, some projected at sigma = 3
     assert (np.linalg.norm(fast[0].X, axis=1) <= 1.0 + 1e-15).all()
+
+
+def _draw_as_before(n, d, n_test, covariance, kappa, noise, sigma, seed):
+    """load_regime_split's rows as it drew them before regime_rows (session 25): theta by
+    its own generator, a second generator that skips theta's draw, numpy's normals."""
+    theta = regimes.regime_theta(d=d, seed=seed)
+    rng = np.random.default_rng(seed)
+    rng.standard_normal(d)
+    scales, rotation = np.ones(d), None
+    if covariance == "anisotropic":
+        scales = np.sqrt(kappa ** (-np.arange(d) / max(d - 1, 1)))
+        scales *= np.sqrt(d) / np.linalg.norm(scales)
+        rotation, r = np.linalg.qr(rng.standard_normal((d, d)))
+        rotation *= np.sign(np.diag(r))
+    m = n + n_test
+    X = rng.standard_normal((m, d))
+    if rotation is not None:
+        X = (X * scales) @ rotation.T
+    e = rng.standard_normal(m)
+    if noise == "student_t3":
+        e = rng.standard_t(3, size=m) / np.sqrt(3.0)
+    y = X @ theta + sigma * e
+    bound_X, bound_y = regimes.regime_bounds(d=d, sigma=sigma)
+    return theta, project_rows_reference(X, bound_X), np.clip(y / bound_y, -1.0, 1.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 300),
+    d=st.integers(1, 30),
+    covariance=st.sampled_from(["isotropic", "anisotropic"]),
+    noise=st.sampled_from(["gaussian", "student_t3"]),
+    sigma=st.sampled_from([0.0, 0.5, 3.0]),
+)
+def test_regime_rows_are_the_loaders_draws_and_theta(seed, n, d, covariance, noise, sigma):
+    """regime_rows (one generator, no Dataset) draws the rows load_regime_split returns and
+    regime_theta's vector, bit for bit, and both equal the draws as made before."""
+    kwargs = dict(covariance=covariance, condition_number=50.0, noise=noise, sigma=sigma)
+    theta, X, y = regimes.regime_rows(n=n + 5, d=d, seed=seed, **kwargs)
+    train, test = regimes.load_regime_split(n=n, d=d, n_test=5, seed=seed, **kwargs)
+    assert np.array_equal(theta, regimes.regime_theta(d=d, seed=seed))
+    assert np.array_equal(X[:n], train.X) and np.array_equal(y[:n], train.y)
+    assert np.array_equal(X[n:], test.X) and np.array_equal(y[n:], test.y)
+    before = _draw_as_before(n, d, 5, covariance, 50.0, noise, sigma, seed)
+    for got, want in zip((theta, X, y), before, strict=True):
+        assert np.array_equal(got, want)
+
+
+def test_regime_rows_validate_like_the_loader():
+    with pytest.raises(ValueError, match="covariance"):
+        regimes.regime_rows(n=10, d=2, covariance="diagonal")
+    with pytest.raises(ValueError, match="noise"):
+        regimes.regime_rows(n=10, d=2, noise="cauchy")
+    with pytest.raises(ValueError, match="seed"):
+        regimes.regime_rows(n=10, d=2, seed=-1)

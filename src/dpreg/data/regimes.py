@@ -46,6 +46,7 @@ __all__ = [
     "load_regime",
     "load_regime_split",
     "regime_bounds",
+    "regime_rows",
     "regime_theta",
 ]
 
@@ -125,6 +126,63 @@ def regime_bounds(*, d: int, sigma: float) -> tuple[float, float]:
     return 2.0 * math.sqrt(_int(d, "d", 1)), 3.0 * math.sqrt(1.0 + sigma**2)
 
 
+def regime_rows(
+    *,
+    n: int,
+    d: int,
+    covariance: str = "isotropic",
+    condition_number: float = 1.0,
+    noise: str = "gaussian",
+    sigma: float = 0.5,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Draw a design's truth and ``n`` bounded rows as arrays: ``(theta, X, y)``.
+
+    The draws of :func:`load_regime_split` with ``n`` its training plus held-out rows (it
+    splits these rows; the same values, bit for bit), without the :class:`Dataset`
+    wrappers: a study that draws a fresh design per trial (the coverage study,
+    :mod:`dpreg.experiments.ci_coverage`) pays neither their validation nor a second
+    generator for :func:`regime_theta`. ``theta`` is that function's vector (the
+    generator's first draw, normalised; module docstring), ``X`` (n, d) the rows within
+    the unit ball and ``y`` (n,) within :math:`[-1, 1]`, after division by the public
+    bounds of :func:`regime_bounds`.
+
+    Examples
+    --------
+    >>> theta, X, y = regime_rows(n=50, d=3, seed=2)
+    >>> bool(np.array_equal(theta, regime_theta(d=3, seed=2))), X.shape, y.shape
+    (True, (50, 3), (50,))
+    """
+    n, d = _int(n, "n", 1), _int(d, "d", 1)
+    if covariance not in COVARIANCES:
+        raise ValueError(f"covariance must be one of {COVARIANCES}; got {covariance!r}")
+    if noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES}; got {noise!r}")
+    kappa = _real(condition_number, "condition_number", 1.0)
+    sigma = _real(sigma, "sigma", 0.0)
+    rng = np.random.default_rng(_int(seed, "seed", 0))
+    theta = rng.standard_normal(d)  # regime_theta's draw, so the rows follow it
+    theta = theta / np.linalg.norm(theta)
+    scales = np.ones(d)
+    rotation = None
+    if covariance == "anisotropic":
+        scales = np.sqrt(kappa ** (-np.arange(d) / max(d - 1, 1)))
+        scales *= math.sqrt(d) / np.linalg.norm(scales)  # trace d
+        rotation, r = np.linalg.qr(rng.standard_normal((d, d)))
+        rotation *= np.sign(np.diag(r))
+    # numpy's normals, compiled once numba is loaded (the same values and generator state)
+    X = _standard_normal(rng, (n, d))  # a fresh array: projected in place below
+    if rotation is not None:  # (isotropic: scales are 1.0, x * 1.0 == x bit for bit)
+        X = (X * scales) @ rotation.T
+    e = _standard_normal(rng, (n,))
+    if noise == "student_t3":
+        e = rng.standard_t(3, size=n) / math.sqrt(3.0)
+    y = X @ theta + sigma * e
+    bound_X, bound_y = regime_bounds(d=d, sigma=sigma)
+    X, y = _project(X, y, bound_X, bound_y, in_place=True)
+    return theta, X, y
+
+
 def load_regime_split(
     *,
     n: int,
@@ -160,7 +218,8 @@ def load_regime_split(
     -------
     train, test : Dataset
         Rows within the unit ball, ``|y| <= 1``; ``preprocessing`` records the design
-        and the public bounds.
+        and the public bounds. The rows of :func:`regime_rows` (``n + n_test`` of them),
+        split.
     """
     del fetcher
     n, d = _int(n, "n", 2), _int(d, "d", 1)
@@ -172,27 +231,12 @@ def load_regime_split(
     kappa = _real(condition_number, "condition_number", 1.0)
     sigma = _real(sigma, "sigma", 0.0)
     seed = _int(seed, "seed", 0)
-    theta = regime_theta(d=d, seed=seed)
-    rng = np.random.default_rng(seed)
-    rng.standard_normal(d)  # the draw of theta (regime_theta), so the rows follow it
-    scales = np.ones(d)
-    rotation = None
-    if covariance == "anisotropic":
-        scales = np.sqrt(kappa ** (-np.arange(d) / max(d - 1, 1)))
-        scales *= math.sqrt(d) / np.linalg.norm(scales)  # trace d
-        rotation, r = np.linalg.qr(rng.standard_normal((d, d)))
-        rotation *= np.sign(np.diag(r))
     m = n + n_test
-    # numpy's normals, compiled once numba is loaded (the same values and generator state)
-    X = _standard_normal(rng, (m, d))  # a fresh array: projected in place below
-    if rotation is not None:  # (isotropic: scales are 1.0, x * 1.0 == x bit for bit)
-        X = (X * scales) @ rotation.T
-    e = _standard_normal(rng, (m,))
-    if noise == "student_t3":
-        e = rng.standard_t(3, size=m) / math.sqrt(3.0)
-    y = X @ theta + sigma * e
+    _, X, y = regime_rows(
+        n=m, d=d, covariance=covariance, condition_number=kappa, noise=noise, sigma=sigma,
+        seed=seed,
+    )  # fmt: skip
     bound_X, bound_y = regime_bounds(d=d, sigma=sigma)
-    X, y = _project(X, y, bound_X, bound_y, in_place=True)
     design = {
         "step": "regime",
         "n": n,

@@ -255,6 +255,36 @@ def _shifted(A: np.ndarray, shift: np.ndarray | None) -> np.ndarray:
     return out
 
 
+#: How :func:`_reference` treats a batch of one system (the estimators' fits and the
+#: bootstrap's plug-in solves of one trial): ``"lean"`` (:func:`_reference_regular_one`
+#: first) or ``"stacked"`` (the batch code). The same bits (``tests/unit/test_linalg.py``).
+_ONE_SYSTEM = "lean"
+
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def _reference_regular_one(
+    A: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_reference` of one regular system (A (1, d, d), b (1, d)); ``None`` otherwise.
+
+    The same calls on the same values as the batch code (``eigvalsh`` of the stack, the
+    cut-off ``d eps`` times the largest magnitude, ``solve`` of the system), without its
+    masks and copies, which cost more than the 10 x 10 LAPACK calls at one system. A
+    singular system, or one whose solve is not finite, returns ``None``: the batch code
+    then runs it from the start (a pseudo-inverse, as before).
+    """
+    eig = np.linalg.eigvalsh(A)
+    magnitude = np.abs(eig[0])
+    if magnitude.min() <= A.shape[-1] * _EPS * magnitude.max():
+        return None  # singular (a NaN eigenvalue compares False: the solve decides it)
+    theta = np.empty_like(b)
+    theta[0] = np.linalg.solve(A, b[..., None])[0, :, 0]
+    if not np.isfinite(theta).all():
+        return None
+    return theta, np.zeros(1, dtype=bool), eig
+
+
 def _reference(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Apply the rule as stated: ``eigvalsh`` of every system, then ``solve`` or ``pinv``.
 
@@ -262,6 +292,10 @@ def _reference(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     solves one matrix against many right-hand sides): the same bits as per system
     (:mod:`dpreg.estimators._stacked`).
     """
+    if A.shape[0] == 1 and _ONE_SYSTEM == "lean":
+        regular = _reference_regular_one(A, b)
+        if regular is not None:
+            return regular
     d = A.shape[-1]
     eig = eigvalsh_stacked(A) if A.shape[0] >= _DISTINCT_MIN else np.linalg.eigvalsh(A)
     magnitude = np.abs(eig)
@@ -421,9 +455,44 @@ def solve_symmetric_shared(
     singular = np.zeros((m, R), dtype=bool)
     eig = np.full(b.shape, np.nan)
     rest = ~certified
-    if rest.any():
+    if rest.any() and _SHARED_REST == "per_matrix":
+        for t in np.flatnonzero(rest.any(axis=1)):
+            r = slice(None) if rest[t].all() else rest[t]  # all, for an uncertified matrix
+            theta[t, r], singular[t, r], eig[t, r] = _reference_one_matrix(A[t], b[t, r])
+    elif rest.any():
         theta[rest], singular[rest], eig[rest] = _reference(A[np.nonzero(rest)[0]], b[rest])
     return theta, singular, eig
+
+
+#: How :func:`solve_symmetric_shared` sends the right-hand sides the certificate left to
+#: the reference: ``"per_matrix"`` (:func:`_reference_one_matrix`, one eigenvalue test and
+#: one pseudo-inverse per matrix) or ``"stacked"`` (:func:`_reference` of the matrix
+#: repeated once per right-hand side). The same bits (``tests/unit/test_linalg.py``).
+_SHARED_REST = "per_matrix"
+
+
+def _reference_one_matrix(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`_reference` of the one matrix ``A`` (d, d) against the rows of ``b`` (k, d).
+
+    The same bits as :func:`_reference` of ``A`` repeated k times: its eigenvalues are
+    one ``eigvalsh`` of ``A`` (a deterministic function of the matrix, as
+    :mod:`dpreg.estimators._stacked` uses), so the rule decides every system alike; a
+    singular ``A`` is pseudo-inverted once, by the call :func:`_reference` makes on its
+    one distinct matrix, and applied by the same ``einsum`` to the same gathered stack,
+    without hashing or copying the k repeated matrices. A regular ``A`` (the rare case
+    here: a certificate failure far from the cut-off) goes through :func:`_reference`.
+    Returns ``theta`` (k, d), ``singular`` (k,) and the eigenvalues, (1, d) (every row's:
+    the caller broadcasts them) or (k, d).
+    """
+    k, d = b.shape
+    eig = np.linalg.eigvalsh(A[None])
+    magnitude = np.abs(eig)
+    rcond = d * np.finfo(np.float64).eps
+    if not magnitude.min(axis=1)[0] <= rcond * magnitude.max(axis=1)[0]:
+        return _reference(np.broadcast_to(A, (k, d, d)), b)
+    pinv = np.linalg.pinv(np.ascontiguousarray(A)[None], rcond=rcond, hermitian=True)
+    theta = np.einsum("tij,tj->ti", pinv[np.zeros(k, dtype=np.intp)], b)
+    return theta, np.ones(k, dtype=bool), eig  # eig (1, d): broadcast over the k rows
 
 
 @cache

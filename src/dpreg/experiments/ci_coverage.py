@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg.data.datasets import Dataset
-from dpreg.data.regimes import NOISES, load_regime_split, regime_theta
+from dpreg.data.regimes import NOISES, load_regime_split, regime_rows, regime_theta
 from dpreg.estimators.methods import PublicInputs, get_method
 from dpreg.estimators.registry import get_estimator
 from dpreg.experiments.budgets import budget_columns
@@ -195,38 +195,119 @@ def _t_quantile(alpha: float, df: int) -> float:
     return float(stats.t.ppf(1.0 - alpha / 2.0, df))
 
 
-def run_ci_coverage(
-    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
-) -> pd.DataFrame:
-    r"""One row per trial and target: coverage and width of the bootstrap interval.
+#: How a cell's trials run: ``"fast"`` (:func:`_trials`: the rows drawn as arrays by
+#: :func:`~dpreg.data.regimes.regime_rows`, the columns computed once per cell) or
+#: ``"reference"`` (:func:`_trials_reference`: a :class:`~dpreg.data.datasets.Dataset`
+#: per trial and one dict per row). The same frame, bit for bit
+#: (``tests/unit/test_ci_coverage_study.py``); docs/scaling.md, session 25.
+_PATH = "fast"
 
-    Trial ``k`` (global index) draws everything from ``default_rng([seed, k])``: the seed
-    of its dataset (``data_seed``), then the release, then the bootstrap. Columns:
-    ``trial``, ``seed``, ``data_seed``, ``estimator``, ``target``, ``n``, ``d``,
-    ``covered`` (fraction of the d coordinates whose interval covers its target),
-    ``covered_first`` (coordinate 0 only: independent across trials), ``covered_other``
-    (fraction covering the other target), ``length`` (mean interval length),
-    ``ols_length`` and ``ols_covered`` (the non-private OLS t-interval on the population
-    target), ``kappa``, ``spent_epsilon`` and the budget columns.
+
+def _trials(
+    P: CICoverageParams,
+    estimator: Any,
+    hyper: dict[str, Any],
+    public: PublicInputs,
+    targets: list[str],
+    kappa: float,
+    *,
+    trials: int,
+    first_trial: int,
+    seed: int,
+) -> pd.DataFrame:
+    """Run the trials of :func:`run_ci_coverage`, their per-trial results kept as arrays.
+
+    Each trial draws and computes what :func:`_trials_reference` does, in the same order
+    from the same generator; the interval bounds, truths and OLS half-widths are stored
+    in (trials, ...) arrays and the columns are formed from them once: elementwise
+    comparisons and differences, counts over the d coordinates divided by d (what
+    ``mean`` of a boolean array computes) and means along the last, contiguous axis
+    (numpy's pairwise sum of each row, as ``mean`` of the row).
     """
-    del data
-    P = CICoverageParams.from_cell(cell)
-    n, d, eps = int(P.n), int(P.d), float(P.epsilon)
-    delta = float(P.delta) if P.delta is not None else 1.0 / n**2
-    public = PublicInputs(n=n, d=d, epsilon=eps, delta=delta, bound_X=1.0, bound_y=1.0)
-    method = get_method(P.estimator)
-    hyper = method.hyperparameters(public)
-    wanted = [P.targets] if isinstance(P.targets, str) else list(P.targets)
-    targets = [t for t in TARGETS if t in wanted and t in SUPPORTED_TARGETS[P.estimator]]
-    if P.estimator == "adassp" and "population" in targets:
-        hyper["yty_share"] = float(P.yty_share)
-    if P.estimator == "ihm":
-        # Every trial draws a fresh dataset, so the certified gradient kernel (built and
-        # cached per dataset) never pays for its set-up in T = 3 passes: the reference
-        # passes, equal to rounding (docs/scaling.md, issue 18).
-        hyper["kernel"] = "rows"
-    estimator = get_estimator(method.estimator)
-    kappa, _ = population_scale(d, float(P.sigma), P.noise, int(P.population_draws))
+    n, d, eps, delta = public.n, public.d, public.epsilon, public.delta
+    alpha, sigma = float(P.alpha), float(P.sigma)
+    budget = ApproxDP(eps, delta)
+    n_targets = len(targets)
+    data_seeds = np.empty(trials, dtype=np.int64)
+    population = np.empty((trials, d))
+    empirical = np.empty((trials, d))
+    ols_half = np.empty((trials, d))
+    spent = np.empty(trials)
+    lower = np.empty((trials, n_targets, d))
+    upper = np.empty((trials, n_targets, d))
+    with warnings.catch_warnings():  # checking coverage is what this study is for
+        warnings.simplefilter("ignore", UncheckedRegimeWarning)
+        for j in range(trials):
+            rng = np.random.default_rng([seed, first_trial + j])
+            data_seed = int(rng.integers(2**32))
+            data_seeds[j] = data_seed
+            theta, X, y = regime_rows(n=n + 1, d=d, sigma=sigma, noise=P.noise, seed=data_seed)
+            X, y = X[:n], y[:n]  # the training rows (one held-out row, as the loader's split)
+            population[j] = kappa * theta
+            empirical[j], ols_half[j] = ols_half_width(X, y, alpha)
+            fit = estimator(
+                X, y, budget=budget, rng=rng, trials=1, bound_X=1.0, bound_y=1.0, **hyper
+            )
+            spent[j] = fit.budget_spent.epsilon
+            for i, target in enumerate(targets):
+                ci = bootstrap_intervals(
+                    fit,
+                    public=public,
+                    rng=rng,
+                    alpha=alpha,
+                    replicates=int(P.replicates),
+                    target=target,
+                    interval=P.interval,
+                    require_checked=False,
+                )
+                lower[j, i], upper[j, i] = ci.lower[0], ci.upper[0]
+    truth = {"population": population[:, None, :], "empirical": empirical[:, None, :]}
+    own = np.empty((trials, n_targets, d), dtype=bool)
+    other = np.empty((trials, n_targets, d), dtype=bool)
+    for i, target in enumerate(targets):
+        mine, theirs = truth[target], truth["population" if target == "empirical" else "empirical"]
+        own[:, i] = (lower[:, i] <= mine[:, 0]) & (mine[:, 0] <= upper[:, i])
+        other[:, i] = (lower[:, i] <= theirs[:, 0]) & (theirs[:, 0] <= upper[:, i])
+    ols_covered = np.abs(empirical - population) <= ols_half
+
+    def per_row(values: np.ndarray) -> np.ndarray:  # one value per (trial, target) row
+        return np.repeat(values, n_targets) if values.ndim == 1 else values.reshape(-1)
+
+    return pd.DataFrame(
+        {
+            "trial": per_row(np.arange(first_trial, first_trial + trials, dtype=np.int64)),
+            "seed": np.full(trials * n_targets, seed, dtype=np.uint64),
+            "data_seed": per_row(data_seeds),
+            "estimator": [P.estimator] * (trials * n_targets),
+            "target": list(targets) * trials,
+            "n": np.full(trials * n_targets, n, dtype=np.int64),
+            "d": np.full(trials * n_targets, d, dtype=np.int64),
+            "covered": per_row(np.count_nonzero(own, axis=-1) / d),
+            "covered_first": per_row(own[..., 0]),
+            "covered_other": per_row(np.count_nonzero(other, axis=-1) / d),
+            "length": per_row(np.add.reduce(upper - lower, axis=-1) / d),
+            "ols_length": per_row(2.0 * (np.add.reduce(ols_half, axis=-1) / d)),
+            "ols_covered": per_row(np.count_nonzero(ols_covered, axis=-1) / d),
+            "kappa": np.full(trials * n_targets, kappa),
+            "spent_epsilon": per_row(spent),
+        }
+    )
+
+
+def _trials_reference(
+    P: CICoverageParams,
+    estimator: Any,
+    hyper: dict[str, Any],
+    public: PublicInputs,
+    targets: list[str],
+    kappa: float,
+    *,
+    trials: int,
+    first_trial: int,
+    seed: int,
+) -> pd.DataFrame:
+    """Run the trials of :func:`run_ci_coverage` one row dict at a time (the reference)."""
+    n, d, eps, delta = public.n, public.d, public.epsilon, public.delta
     rows = []
     for j in range(trials):
         trial = first_trial + j
@@ -277,7 +358,46 @@ def run_ci_coverage(
                     "spent_epsilon": float(fit.budget_spent.epsilon),
                 }
             )
-    frame = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+def run_ci_coverage(
+    cell: Mapping[str, Any], *, trials: int, first_trial: int, seed: int, data: Dataset | None
+) -> pd.DataFrame:
+    r"""One row per trial and target: coverage and width of the bootstrap interval.
+
+    Trial ``k`` (global index) draws everything from ``default_rng([seed, k])``: the seed
+    of its dataset (``data_seed``), then the release, then the bootstrap. Columns:
+    ``trial``, ``seed``, ``data_seed``, ``estimator``, ``target``, ``n``, ``d``,
+    ``covered`` (fraction of the d coordinates whose interval covers its target),
+    ``covered_first`` (coordinate 0 only: independent across trials), ``covered_other``
+    (fraction covering the other target), ``length`` (mean interval length),
+    ``ols_length`` and ``ols_covered`` (the non-private OLS t-interval on the population
+    target), ``kappa``, ``spent_epsilon`` and the budget columns.
+    """
+    del data
+    P = CICoverageParams.from_cell(cell)
+    n, d, eps = int(P.n), int(P.d), float(P.epsilon)
+    delta = float(P.delta) if P.delta is not None else 1.0 / n**2
+    public = PublicInputs(n=n, d=d, epsilon=eps, delta=delta, bound_X=1.0, bound_y=1.0)
+    method = get_method(P.estimator)
+    hyper = method.hyperparameters(public)
+    wanted = [P.targets] if isinstance(P.targets, str) else list(P.targets)
+    targets = [t for t in TARGETS if t in wanted and t in SUPPORTED_TARGETS[P.estimator]]
+    if P.estimator == "adassp" and "population" in targets:
+        hyper["yty_share"] = float(P.yty_share)
+    if P.estimator == "ihm":
+        # Every trial draws a fresh dataset, so the certified gradient kernel (built and
+        # cached per dataset) never pays for its set-up in T = 3 passes: the reference
+        # passes, equal to rounding (docs/scaling.md, issue 18).
+        hyper["kernel"] = "rows"
+    estimator = get_estimator(method.estimator)
+    kappa, _ = population_scale(d, float(P.sigma), P.noise, int(P.population_draws))
+    run = _trials if _PATH == "fast" and targets else _trials_reference
+    frame = run(
+        P, estimator, hyper, public, targets, kappa, trials=trials, first_trial=first_trial,
+        seed=seed,
+    )  # fmt: skip
     for key, value in budget_columns(
         epsilon=eps, delta=delta, conversion=cell_conversion(cell)
     ).items():
