@@ -63,7 +63,6 @@ from dpreg._validation import (
     check_rng,
     check_trials,
 )
-from dpreg.estimators import iv_block
 from dpreg.estimators.iv_batched import FAST_MAX_WIDTH, BatchedIVGradients
 from dpreg.estimators.iv_kernel import CertifiedIVGradients, plain_recursion_trials
 from dpreg.privacy.budgets import ZCDP
@@ -119,10 +118,6 @@ _ROW_SCALE_MIN = 1 << 12
 _STEP_PATH = "fused"
 """``"fused"``: :func:`_iterate` with the tiled batched kernel runs :func:`_fused_steps`
 (its per-step bookkeeping compiled); ``"numpy"``: the reference's loop."""
-_FIRST_STAGE_PATH = "fused"
-"""``"fused"``: a per-trial block's first-stage norms, residuals and clipping run in one
-compiled pass (:mod:`dpreg.estimators.iv_block`) where it is checked to give numpy's bits;
-``"reference"``: :func:`_first_stage_reference`."""
 _STATISTICS_PATH = "lazy"
 """``"lazy"``: a batched design's sufficient statistics are computed on first use;
 ``"eager"`` (the reference): in :func:`_prepare_checked`, before any iteration."""
@@ -602,20 +597,19 @@ def _batched_block_per_trial(
     compiled = _compiled_rows(W.size)
     if compiled:
         from dpreg.estimators import _iv_rows_jit as jit
-    if clip_theta is not None:
-        Xb, zn, want_w = d.X[k, rows], d.zn[k, rows], clip_beta is not None
-        if (
-            compiled
-            and _FIRST_STAGE_PATH == "fused"
-            and iv_block.usable(W, Xb, zn, _first_stage_reference)
-        ):  # the reference's lines in one compiled pass, the same bits
-            w_norm, c1 = iv_block.first_stage(W, Xb, zn, clip_theta, want_w)
-        else:
-            w_norm, c1 = _first_stage_reference(W, Xb, zn, clip_theta, want_w, compiled=compiled)
-        count1[k] += c1
-        G1[k] += Zb.T @ W  # W holds the clipped residuals
-    elif clip_beta is not None:
+    if clip_beta is not None:
         w_norm = _norm_last(W)  # ||Theta' z_i||
+    if clip_theta is not None:
+        R = np.subtract(W, d.X[k, rows], out=W)
+        a1 = _norm_last(R)
+        if compiled:  # the four lines below, fused (the same operations per entry)
+            count1[k] += jit.clip_first_stage(R, a1, d.zn[k, rows], clip_theta)
+        else:
+            a1 *= d.zn[k, rows]  # ||z_i|| ||r_i||
+            f1, c1 = _clip_factors(a1, clip_theta, 0)
+            count1[k] += c1
+            R *= f1[..., None]
+        G1[k] += Zb.T @ R
     if clip_beta is not None:
         e = (Zb @ v[:, None])[:, 0]
         e -= d.y[k, rows]
@@ -628,35 +622,6 @@ def _batched_block_per_trial(
             count2[k] += c2
             e *= f2
         S2[k] += (Zb.T @ e[:, None])[:, 0]
-
-
-def _first_stage_reference(
-    W: np.ndarray,
-    X: np.ndarray,
-    zn: np.ndarray,
-    clip: float,
-    want_w: bool,
-    *,
-    compiled: bool = True,
-) -> tuple[np.ndarray, int]:
-    """Run the reference's first stage of one per-trial block (``R`` clipped in ``W``).
-
-    ``w_norm = ||w_i||`` (if ``want_w``; else uninitialised), ``R = W - X``, ``a = ||r_i||
-    ||z_i||``, the count of ``a > clip`` and ``r_i *= clip / max(a, clip)``, by numpy's
-    calls (``compiled``: the clipping by :mod:`dpreg.estimators._iv_rows_jit`, the same
-    operations per entry). :mod:`dpreg.estimators.iv_block` is checked against it.
-    """
-    w_norm = _norm_last(W) if want_w else np.empty(W.shape[0])  # ||Theta' z_i||
-    R = np.subtract(W, X, out=W)
-    a1 = _norm_last(R)
-    if compiled:  # the four lines below, fused (the same operations per entry)
-        from dpreg.estimators import _iv_rows_jit as jit
-
-        return w_norm, int(jit.clip_first_stage(R, a1, zn, clip))
-    a1 *= zn  # ||z_i|| ||r_i||
-    f1, c1 = _clip_factors(a1, clip, 0)
-    R *= f1[..., None]
-    return w_norm, int(c1)
 
 
 def clipped_gradient_means(
