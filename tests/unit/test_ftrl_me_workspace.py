@@ -28,11 +28,11 @@ def _duals(monkeypatch, Wp, n, p):
     kept = me_dual._BlockDual(Wp, n, p, 1e-15, 1000)
     monkeypatch.setattr(me_dual, "_BLOCK_WORKSPACE", False)
     fresh = me_dual._BlockDual(Wp, n, p, 1e-15, 1000)
-    assert kept.work is not None and fresh.work is None
+    assert (kept.work is not None) == (p > 1) and fresh.work is None
     return kept, fresh
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     n=st.integers(1, 5),
     p=st.integers(1, 24),
@@ -70,7 +70,7 @@ def test_solve_block_dual_with_and_without_the_workspace(monkeypatch, n, p, work
 
 
 @settings(max_examples=20, deadline=None)
-@given(n=st.integers(1, 5), p=st.integers(1, 25), seed=st.integers(0, 2**32 - 1))
+@given(n=st.integers(1, 5), p=st.integers(2, 25), seed=st.integers(0, 2**32 - 1))
 def test_block_primal_into_used_arrays(n, p, seed):
     from scipy.linalg import eigh
 

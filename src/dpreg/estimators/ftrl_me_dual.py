@@ -334,7 +334,7 @@ def _block_primal(
     :math:`T^3` flops) and the block products :math:`MJ`, :math:`JS^{-1}`
     (:math:`O(pT^2)`), instead of :math:`Q = V^\top JV` (a general product, :math:`2T^3`)
     in :func:`_block_primal_reference`; equal to round-off (tested). ``work``: a
-    :class:`_BlockWorkspace` to write into (``V`` Fortran-ordered, as from ``eigh``;
+    :class:`_BlockWorkspace` to write into (``p > 1``; ``V`` Fortran-ordered, as from ``eigh``;
     its ``WL`` and ``X`` are overwritten), the same number bit for bit.
     """
     n, p, _ = J.shape
@@ -372,7 +372,9 @@ class _BlockDual:
 
     def __init__(self, Wp: np.ndarray, n: int, p: int, tol: float, max_iter: int) -> None:
         self.Wp, self.n, self.p, self.tol, self.max_iter = Wp, n, p, tol, max_iter
-        self.work = _BlockWorkspace(n * p) if _BLOCK_WORKSPACE else None
+        # p = 1: numpy's reshapes of the reference are views in another order, so the
+        # reference's arrays (and einsum's order of the sums) are kept there
+        self.work = _BlockWorkspace(n * p) if _BLOCK_WORKSPACE and p > 1 else None
         self.evaluations = 0
         self.best_dual, self.best_primal = -np.inf, np.inf
         self.best: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
