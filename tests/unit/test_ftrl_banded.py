@@ -322,11 +322,13 @@ def test_solver_takes_the_triangular_path_for_lower_workloads(monkeypatch):
     assert calls == []
 
     # the path does not change the iterates beyond round-off
-    def reference(G, C, p):  # the former path: trtri and the symmetric product G^T G
+    def reference(G, C, p, work=None):  # the former path: trtri and the product G^T G
         return banded._band_of_product(G.T @ G, banded._lower_inverse(C), p)
 
     monkeypatch.setattr(banded, "_band_of_gradient", reference)
-    monkeypatch.setattr(banded, "_banded_lower_inverse", lambda C, p: banded._lower_inverse(C))
+    monkeypatch.setattr(
+        banded, "_banded_lower_inverse", lambda C, p, out=None: banded._lower_inverse(C)
+    )
     ref = solve_banded_me(T, k, b, max_iter=5)
     assert sol.objective == pytest.approx(ref.objective, rel=1e-10)
 

@@ -80,7 +80,7 @@ def test_block_primal_paths_give_the_same_solve(monkeypatch):
     T, k, b, tol = 60, 3, 20, 1e-6
     fast = solve_me(T, k, b, tol=tol, max_iter=2000, block_start="uniform")
 
-    def reference(M, V, sig, J):
+    def reference(M, V, sig, J, work=None):
         return me_dual._block_primal_reference(V, sig * sig, sig, J)
 
     monkeypatch.setattr(me_dual, "_block_primal", reference)

@@ -179,25 +179,52 @@ def _band_index(T: int, p: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.where(mask, rows, 0), np.broadcast_to(j, (T, p)), mask
 
 
-def _assemble(V: np.ndarray, T: int, p: int, index) -> tuple[np.ndarray, np.ndarray]:
+class _Workspace:
+    r"""The (T, T) arrays of one general banded solve, kept across its evaluations.
+
+    Each L-BFGS evaluation at T = 2000 used to allocate five fresh 32 MB arrays
+    (:math:`C`, :math:`B`, :math:`G`, :math:`G^{\circ 2}`, :math:`Z^\top`); glibc hands
+    them back to the kernel and faults them in again at every evaluation, which cost
+    about 0.04 s of system time per evaluation, a third of one (issue 18,
+    docs/scaling.md). Writing into these arrays instead gives the same numbers: every
+    entry an evaluation reads is written by it first, or is a zero that no evaluation
+    writes (``C`` outside the band, ``B`` above its diagonal blocks).
+    """
+
+    __slots__ = ("B", "C", "G", "Z")
+
+    def __init__(self, T: int) -> None:
+        self.C, self.B, self.G, self.Z = (np.zeros((T, T)) for _ in range(4))
+
+
+def _assemble(
+    V: np.ndarray, T: int, p: int, index, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the encoder ``C`` (unit columns) and its band ``Cb`` from the entries ``V``.
+
+    ``out``: a (T, T) array that is zero outside the band of ``index`` (e.g. the ``C``
+    of an earlier call with the same ``index``); only the band entries are written, so
+    the result equals the fresh one (:class:`_Workspace`).
+    """
     rows, cols, mask = index
     V = np.where(mask, V.reshape(T, p), 0.0)
     norms = np.sqrt(np.sum(V**2, axis=1))
     Cb = V / norms[:, None]
-    C = np.zeros((T, T))
+    C = np.zeros((T, T)) if out is None else out
     C[rows[mask], cols[mask]] = Cb[mask]
     return C, Cb
 
 
-def _prefix_rows(B: np.ndarray) -> np.ndarray:
+def _prefix_rows(B: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     r"""Return ``np.cumsum(B, axis=0)`` (:math:`AB`, A the prefix sum) bit for bit, row by row.
 
     numpy accumulates along axis 0 of a C-contiguous array with the strided axis as the
     inner loop (about 50 ms at T = 2000); the same additions
     :math:`G_i = G_{i-1} + B_i`, one contiguous row at a time, take about 8 ms (issue 18,
-    docs/scaling.md; equal bit for bit, ``tests/unit/test_ftrl_banded.py``).
+    docs/scaling.md; equal bit for bit, ``tests/unit/test_ftrl_banded.py``). ``out``: an
+    array of ``B``'s shape to write into (every entry is written).
     """
-    G = np.empty_like(B)
+    G = np.empty_like(B) if out is None else out
     if B.shape[0]:
         G[0] = B[0]
     for i in range(1, B.shape[0]):
@@ -215,7 +242,9 @@ def _lower_inverse(C: np.ndarray) -> np.ndarray:
     return B
 
 
-def _banded_lower_inverse(C: np.ndarray, p: int, block: int = 128) -> np.ndarray:
+def _banded_lower_inverse(
+    C: np.ndarray, p: int, block: int = 128, out: np.ndarray | None = None
+) -> np.ndarray:
     r"""Inverse of a nonsingular lower-triangular ``C`` with ``p`` bands, by row blocks.
 
     :math:`CB = I` row block :math:`I` by row block: :math:`C_{II}B_{I,<I} =
@@ -224,11 +253,14 @@ def _banded_lower_inverse(C: np.ndarray, p: int, block: int = 128) -> np.ndarray
     :math:`(	ext{block} 	imes p)(p 	imes T)` and one triangular solve per block,
     about :math:`(p + 	ext{block})T^2` flops in all, instead of ``trtri``'s
     :math:`T^3/3` (:func:`_lower_inverse`, the reference; equal to round-off, tested).
+    ``out``: a (T, T) array that is zero above the diagonal blocks (e.g. the result of an
+    earlier call with the same ``T`` and ``block``, which writes the same entries); the
+    result equals the fresh one (:class:`_Workspace`).
     """
     T = C.shape[0]
     if not np.all(np.diagonal(C) != 0):
         raise np.linalg.LinAlgError("singular encoder (zero on the diagonal)")
-    B = np.zeros((T, T))
+    B = np.zeros((T, T)) if out is None else out
     for I0 in range(0, T, block):
         I1 = min(I0 + block, T)
         lo = max(0, I0 - p + 1)
@@ -289,7 +321,9 @@ def _band_of_gram_product(G: np.ndarray, B: np.ndarray, p: int, block: int = 128
     return out
 
 
-def _band_of_gradient(G: np.ndarray, C: np.ndarray, p: int, block: int = 64) -> np.ndarray:
+def _band_of_gradient(
+    G: np.ndarray, C: np.ndarray, p: int, block: int = 64, work: np.ndarray | None = None
+) -> np.ndarray:
     r"""Return :func:`_band_of_gram_product` of ``(G, C^-1, p)`` using the band of ``C``.
 
     :math:`Z^\top = BG^\top = C^{-1}G^\top` solves :math:`CZ^\top = G^\top` by row
@@ -297,11 +331,13 @@ def _band_of_gradient(G: np.ndarray, C: np.ndarray, p: int, block: int = 64) -> 
     it), and only its columns :math:`m \ge j` are needed (:math:`G` lower triangular):
     about :math:`(2p + \text{block})T^2/2` flops instead of the :math:`T^3/3` of
     :math:`GB^\top`; the band then as in :func:`_band_of_gram_product`. ``G`` and ``C``
-    lower triangular, ``C`` with ``p`` bands. Equal to round-off (tested).
+    lower triangular, ``C`` with ``p`` bands. Equal to round-off (tested). ``work``: any
+    (T, T) float64 array to hold :math:`Z^\top` (every entry read is written first, so
+    its content does not matter; :class:`_Workspace`).
     """
     T = C.shape[0]
     out = np.zeros((T, p))
-    Zt = np.zeros((T, T))
+    Zt = np.zeros((T, T)) if work is None else work
     for J in range(0, T, block):
         J2 = min(J + block, T)
         lo = max(0, J - p + 1)
@@ -325,6 +361,49 @@ def _band_of_product_reference(M: np.ndarray, B: np.ndarray, p: int) -> np.ndarr
     for lag in range(min(p, T)):
         out[: T - lag, lag] = np.einsum("ij,ij->i", M[lag:], B[: T - lag])
     return out
+
+
+_WORKSPACE = True
+"""Whether :func:`solve_banded_me` evaluates into a :class:`_Workspace` (``False``: fresh
+arrays at every evaluation, the reference; the same numbers, tested)."""
+
+
+def _banded_objective(
+    x: np.ndarray,
+    T: int,
+    p: int,
+    index,
+    A: np.ndarray | None,
+    lower: bool,
+    work: _Workspace | None = None,
+) -> tuple[float, np.ndarray]:
+    r"""Return :math:`\|AC^{-1}\|_F^2` at the band entries ``x`` and its gradient in them.
+
+    ``A=None``: the prefix sum. ``lower``: ``A`` is lower triangular (then
+    :math:`G = AB` is). ``work``: a :class:`_Workspace` of this ``T`` to evaluate into
+    (the numbers of ``work=None``, bit for bit: ``tests/unit/test_ftrl_banded.py``).
+    """
+    mask = index[2]
+    if work is None:  # the reference: fresh arrays
+        C, Cb = _assemble(x, T, p, index)
+        B = _banded_lower_inverse(C, p)
+        G = _prefix_rows(B) if A is None else A @ B
+        f = float(np.sum(G**2))
+        Zt = None
+    else:
+        C, Cb = _assemble(x, T, p, index, out=work.C)
+        B = _banded_lower_inverse(C, p, out=work.B)
+        G = _prefix_rows(B, out=work.G) if A is None else A @ B
+        f = float(np.sum(np.square(G, out=work.Z)))  # G**2 is np.square(G)
+        Zt = work.Z  # _band_of_gradient writes every entry of it that it reads
+    if lower:  # G = A B lower triangular
+        gb = -2.0 * _band_of_gradient(G, C, p, work=Zt)
+    else:
+        gb = -2.0 * _band_of_product(G.T @ G, B, p)  # M = B^T A^T A B = G^T G
+    V = np.where(mask, x.reshape(T, p), 0.0)
+    n = np.sqrt(np.sum(V**2, axis=1))
+    gv = (gb - Cb * np.sum(Cb * gb, axis=1, keepdims=True)) / n[:, None]
+    return f, np.where(mask, gv, 0.0).ravel()
 
 
 def _toeplitz_prefix_objective(c: np.ndarray, T: int) -> tuple[float, np.ndarray]:
@@ -465,20 +544,10 @@ def solve_banded_me(
             V0 = np.asarray(init, dtype=np.float64).reshape(T, p)
         prefix = A is None
         lower = prefix or bool(np.array_equal(A, np.tril(A)))  # then G = A B is too
+        work = _Workspace(T) if _WORKSPACE else None
 
         def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-            C, Cb = _assemble(x, T, p, index)
-            B = _banded_lower_inverse(C, p)
-            G = _prefix_rows(B) if prefix else A @ B
-            f = float(np.sum(G**2))
-            if lower:  # G = A B lower triangular
-                gb = -2.0 * _band_of_gradient(G, C, p)
-            else:
-                gb = -2.0 * _band_of_product(G.T @ G, B, p)  # M = B^T A^T A B = G^T G
-            V = np.where(mask, x.reshape(T, p), 0.0)
-            n = np.sqrt(np.sum(V**2, axis=1))
-            gv = (gb - Cb * np.sum(Cb * gb, axis=1, keepdims=True)) / n[:, None]
-            return f, np.where(mask, gv, 0.0).ravel()
+            return _banded_objective(x, T, p, index, A, lower, work)
 
         res = minimize(
             fun,
@@ -487,6 +556,7 @@ def solve_banded_me(
             method="L-BFGS-B",
             options={"maxiter": max_iter, "ftol": tol, "gtol": 0.0},
         )
+        work = None  # the closure's arrays are freed before the final products
         C, _ = _assemble(res.x, T, p, index)
         iterations, converged = int(res.nit), bool(res.success)
     # the returned point's own error and exact sensitivity, never trusted from the iteration

@@ -294,21 +294,63 @@ def solve_single_dual(
     return gram, dual.best_dual, dual.evaluations, dual.gap_closed()
 
 
-def _block_primal(M: np.ndarray, V: np.ndarray, sig: np.ndarray, J: np.ndarray) -> float:
+class _BlockWorkspace:
+    r"""The (T, T) arrays of one block-dual solve, kept across its evaluations.
+
+    Each evaluation at T = 2000 used to allocate about ten fresh 32 MB arrays, which glibc
+    hands back to the kernel and faults in again at the next evaluation (about 0.15 s of
+    system time per evaluation of ~1.9 s; issue 18, docs/scaling.md). Writing into these
+    instead, with the layouts numpy would give the fresh arrays (C order, or the
+    transpose of one where numpy's result is in Fortran order), gives the same numbers:
+    ``WL`` (:math:`WL`, then :math:`MJ`), ``M`` (:math:`L^\top WL`), ``S`` (its
+    symmetric part, decomposed in place: the eigenvectors), ``X`` (``X.T``:
+    :math:`V_g\sigma` and :math:`V\Sigma^{-1/2}`; then :math:`JS^{-1}`), ``Y``
+    (:math:`S^{-1}`) and ``best_V`` (the best point's eigenvectors).
+    """
+
+    __slots__ = ("M", "S", "WL", "X", "Y", "best_V")
+
+    def __init__(self, T: int) -> None:
+        self.WL, self.M, self.S, self.X, self.Y, self.best_V = (np.empty((T, T)) for _ in range(6))
+
+
+_BLOCK_WORKSPACE = True
+"""Whether :func:`solve_block_dual` evaluates into a :class:`_BlockWorkspace` (``False``:
+fresh arrays at every evaluation, the reference; the same numbers, tested in
+``tests/unit/test_ftrl_me_workspace.py``)."""
+
+
+def _block_primal(
+    M: np.ndarray,
+    V: np.ndarray,
+    sig: np.ndarray,
+    J: np.ndarray,
+    work: _BlockWorkspace | None = None,
+) -> float:
     r"""Return :math:`\mathrm{tr}(MJS^{-1}J^\top)` for block-diagonal ``J`` (n, p, p).
 
     :math:`\mathrm{tr}(MJS^{-1}J^\top) = \sum_{ij}(MJ)_{ij}(JS^{-1})_{ij}` with
     :math:`S^{-1} = (V\Sigma^{-1/2})(V\Sigma^{-1/2})^\top` (one symmetric product,
     :math:`T^3` flops) and the block products :math:`MJ`, :math:`JS^{-1}`
     (:math:`O(pT^2)`), instead of :math:`Q = V^\top JV` (a general product, :math:`2T^3`)
-    in :func:`_block_primal_reference`; equal to round-off (tested).
+    in :func:`_block_primal_reference`; equal to round-off (tested). ``work``: a
+    :class:`_BlockWorkspace` to write into (``p > 1``; ``V`` Fortran-ordered, as from ``eigh``;
+    its ``WL`` and ``X`` are overwritten), the same number bit for bit.
     """
     n, p, _ = J.shape
     T = n * p
-    R = V * sig**-0.5
-    S_inv = R @ R.T
-    MJ = np.matmul(M.reshape(T, n, p).transpose(1, 0, 2), J).transpose(1, 0, 2).reshape(T, T)
-    JS = np.matmul(J, S_inv.reshape(n, p, T)).reshape(T, T)
+    if work is None:  # the reference: fresh arrays
+        R = V * sig**-0.5
+        S_inv = R @ R.T
+        MJ = np.matmul(M.reshape(T, n, p).transpose(1, 0, 2), J)
+        MJ = MJ.transpose(1, 0, 2).reshape(T, T)
+        JS = np.matmul(J, S_inv.reshape(n, p, T)).reshape(T, T)
+        return float(np.einsum("ij,ij->", MJ, JS))
+    R = np.multiply(V, sig**-0.5, out=work.X.T)  # Fortran order, as V * sig**-0.5
+    S_inv = np.matmul(R, R.T, out=work.Y)  # the symmetric product (syrk), as R @ R.T
+    MJ = work.WL  # written as (n, T, p) blocks, read as the (T, T) copy of the reference
+    np.matmul(M.reshape(T, n, p).transpose(1, 0, 2), J, out=MJ.reshape(T, n, p).transpose(1, 0, 2))
+    JS = np.matmul(J, S_inv.reshape(n, p, T), out=work.X.reshape(n, p, T)).reshape(T, T)
     return float(np.einsum("ij,ij->", MJ, JS))
 
 
@@ -330,6 +372,9 @@ class _BlockDual:
 
     def __init__(self, Wp: np.ndarray, n: int, p: int, tol: float, max_iter: int) -> None:
         self.Wp, self.n, self.p, self.tol, self.max_iter = Wp, n, p, tol, max_iter
+        # p = 1: numpy's reshapes of the reference are views in another order, so the
+        # reference's arrays (and einsum's order of the sums) are kept there
+        self.work = _BlockWorkspace(n * p) if _BLOCK_WORKSPACE and p > 1 else None
         self.evaluations = 0
         self.best_dual, self.best_primal = -np.inf, np.inf
         self.best: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -355,14 +400,31 @@ class _BlockDual:
         N = F / norms[:, :, None]
         mu = np.exp(x[:n])
         L = np.sqrt(mu)[:, None, None] * N  # H_g = L_g L_g^T
-        WL = np.matmul(self.Wp.reshape(T, n, p).transpose(1, 0, 2), L)  # [h, i, s]
-        WL = WL.transpose(1, 0, 2).reshape(T, T)  # W L
-        M = np.matmul(np.swapaxes(L, 1, 2), WL.reshape(n, p, T)).reshape(T, T)  # L^T W L
-        ev, V = eigh(0.5 * (M + M.T), driver="evd", check_finite=False, overwrite_a=True)
+        Wt = self.Wp.reshape(T, n, p).transpose(1, 0, 2)
+        work = self.work
+        if work is None:  # the reference: fresh arrays
+            WL = np.matmul(Wt, L)  # [h, i, s]
+            WL = WL.transpose(1, 0, 2).reshape(T, T)  # W L
+            M = np.matmul(np.swapaxes(L, 1, 2), WL.reshape(n, p, T)).reshape(T, T)  # L^T W L
+            Msym = 0.5 * (M + M.T)
+        else:  # the same products into kept arrays (_BlockWorkspace)
+            WL = work.WL
+            np.matmul(Wt, L, out=WL.reshape(T, n, p).transpose(1, 0, 2))
+            M = np.matmul(np.swapaxes(L, 1, 2), WL.reshape(n, p, T), out=work.M.reshape(n, p, T))
+            M = M.reshape(T, T)
+            np.add(M, M.T, out=work.S)
+            work.S *= 0.5
+            # exactly symmetric, so its transpose (Fortran order: no copy in eigh) is it
+            Msym = work.S.T
+        ev, V = eigh(Msym, driver="evd", check_finite=False, overwrite_a=True)
         sig = np.sqrt(np.clip(ev, 1e-300, None))
         self.sig_sum = float(sig.sum())
         Vg = V.reshape(n, p, T)
-        S_gg = np.matmul(Vg * sig, np.swapaxes(Vg, 1, 2))  # diagonal blocks of S
+        if work is None:
+            Vs = Vg * sig
+        else:  # numpy's result of Vg * sig is in V's (Fortran) order
+            Vs = np.multiply(Vg, sig, out=work.X.T.reshape(n, p, T))
+        S_gg = np.matmul(Vs, np.swapaxes(Vg, 1, 2))  # diagonal blocks of S
         self.S_gg = S_gg
         dual = 2.0 * float(sig.sum()) - float(mu.sum())
         self.best_dual = max(self.best_dual, dual)
@@ -377,10 +439,15 @@ class _BlockDual:
             K = (U * w[:, None, :] ** -0.5) @ np.swapaxes(U, 1, 2) * np.sqrt(d)[:, None, :]
             E = L_inv @ K  # X~ = E^T S E
             J = L_inv @ np.linalg.inv(K) @ L  # tr(W X~^-1) = tr(M J S^-1 J^T)
-            primal = _block_primal(M, V, sig, J)
+            primal = _block_primal(M, V, sig, J, work)
             if np.isfinite(primal) and primal < self.best_primal:
                 self.best_primal = primal
-                self.best = (V.copy(), sig.copy(), E, d)
+                if work is None:
+                    best_V = V.copy()  # C order
+                else:
+                    best_V = work.best_V  # C order, as V.copy()
+                    np.copyto(best_V, V)
+                self.best = (best_V, sig.copy(), E, d)
         if self.gap_closed():
             raise _Certified
         G = 2.0 * np.swapaxes(L_inv, 1, 2) @ S_gg  # d phi / d L, phi = 2 tr((L^T W L)^1/2)
@@ -480,6 +547,7 @@ def solve_block_dual(
     if dual.best is None:
         raise RuntimeError("no evaluation of the ME dual gave a feasible point")
     V, sig, E, d = dual.best
+    dual.work = None  # free the kept arrays (but V) before the products below
     EV = np.matmul(np.swapaxes(E, 1, 2), V.reshape(n, p, T)).reshape(T, T)  # E^T V
     gram = (EV * sig[None, :]) @ EV.T
     for j in range(n):  # exact structure (removes rounding in the congruence)
