@@ -283,3 +283,92 @@ def test_auto_kernel_below_the_threshold_is_the_numpy_reference_bit_for_bit():
     auto = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(8), **kw)
     ref = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(8), kernel="numpy_reference", **kw)
     np.testing.assert_array_equal(auto.theta, ref.theta)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 200_000),
+    q=st.one_of(
+        st.sampled_from([1e-6, 1e-3, 0.01, 0.3, 0.3333333333333333, 1 / 3, 0.5, 1.0]),
+        st.floats(1e-5, 0.4),
+    ),
+    trials=st.integers(1, 8),
+)
+def test_compiled_positions_equal_numpys_bit_for_bit(seed, n, q, trials):
+    """``poisson_positions(compiled=True)``: numpy's geometric gaps and sums, its state."""
+    from dpreg.estimators.dpsgd_poisson import poisson_positions
+
+    r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
+    for _ in range(2):
+        want = poisson_positions(n, q, trials, r1)
+        got = poisson_positions(n, q, trials, r2, compiled=True)
+        for a, b in zip(got, want, strict=True):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a, b)
+    assert r1.bit_generator.state == r2.bit_generator.state
+
+
+@pytest.mark.parametrize("p", [1e-7, 0.004, 0.05, 0.33])
+def test_compiled_geometric_sums_equal_numpys_over_many_draws(p):
+    """Two million draws (the exponential ziggurat's wedge and tail branches included),
+    the rows too short to reach n (width -1), and the generator's state afterwards."""
+    from dpreg.data import _pcg64_jit
+    from dpreg.data.normal_kernel import pcg64_state, set_pcg64_state
+
+    r1, r2 = np.random.default_rng(11), np.random.default_rng(11)
+    want = np.cumsum(r1.geometric(p, size=(200, 10_000)), axis=1) - 1
+    got = np.empty_like(want)
+    state, s = pcg64_state(r2)
+    assert _pcg64_jit.geometric_cumsum(s, math.log1p(-p), 2**62, got) == -1
+    set_pcg64_state(r2, state, s)
+    np.testing.assert_array_equal(got, want)
+    assert r1.bit_generator.state == r2.bit_generator.state
+    assert r1.random() == r2.random()
+
+
+def test_compiled_positions_fall_back_to_numpy_where_they_do_not_apply():
+    """Another bit generator, a Generator subclass, q >= 1/3: numpy's own draw."""
+    from dpreg.estimators.dpsgd_poisson import _compiled_cumsum, poisson_positions
+
+    class Counting(np.random.Generator):
+        pass
+
+    for make in (
+        lambda: np.random.Generator(np.random.Philox(4)),
+        lambda: Counting(np.random.PCG64(4)),
+    ):
+        assert _compiled_cumsum(500, 0.05, 3, 60, make()) == (None, -1)
+        want = poisson_positions(500, 0.05, 3, make())
+        got = poisson_positions(500, 0.05, 3, make(), compiled=True)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert _compiled_cumsum(500, 0.4, 3, 60, np.random.default_rng(0)) == (None, -1)
+
+
+def test_fits_draw_the_positions_compiled_with_the_reference_bits(monkeypatch):
+    """With numba loaded, ``kernel="numpy"`` draws the positions compiled and
+    ``"numpy_reference"`` by numpy: the same fit, bit for bit."""
+    import numba  # noqa: F401  (loaded, as in a benchmark job)
+
+    import dpreg.estimators.dpsgd_poisson as mod
+
+    seen = []
+    real = mod.poisson_positions
+
+    def spy(*args, compiled=False, **kw):
+        seen.append(compiled)
+        return real(*args, compiled=compiled, **kw)
+
+    monkeypatch.setattr(mod, "poisson_positions", spy)
+    X, y = _data(900, 4, 2)
+    kw = dict(budget=ApproxDP(1.0, 1e-6), trials=5, clip=0.5, eta=0.3, batch_size=30.0)
+    kw |= dict(n_public=900)
+    fast = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(3), kernel="numpy", **kw)
+    steps = len(seen)
+    ref = fit_dp_sgd_poisson(X, y, rng=np.random.default_rng(3), kernel="numpy_reference", **kw)
+    assert steps == 30 and all(seen[:steps]) and not any(seen[steps:])
+    assert fast.theta.tobytes() == ref.theta.tobytes()
+    np.testing.assert_array_equal(
+        fast.nonprivate_diagnostics["clip_fraction"], ref.nonprivate_diagnostics["clip_fraction"]
+    )

@@ -32,6 +32,7 @@ from dpreg.estimators import ftrl_logistic as fl, _logistic_grad_jit as gj
 from dpreg.estimators import _dpgd_fused_step_jit as fj, _dpgd_tiled_jit as tj
 from dpreg.estimators.dpgd import ClippedGradientKernel
 from dpreg.estimators import _ftrl_numpy_order_jit as oj
+from dpreg.data import _pcg64_jit as pj
 
 X = np.random.default_rng(0).standard_normal((20, 300))
 ak.clip_block(X, np.ones((20, 1)), 1.0, np.ones(1), np.zeros(1))
@@ -63,6 +64,7 @@ K(np.random.default_rng(4).standard_normal((3, 4)))
 e3 = np.empty((0, 0, 0))
 oj.steps(Xk, np.ones(60), np.ones(60), np.arange(60).reshape(2, 5, 6), np.zeros((2, 3)), 1,
          0.1, 1.0, True, 0.0, e3, e3, np.zeros(2))
+pj.geometric_cumsum(np.array([1, 2, 3, 5], dtype=np.uint64), -0.1, 50, np.empty((2, 9), np.int64))
 out = {}
 for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows),
                 ("uniforms", cj.uniforms), ("sincos_loop", cj.sincos_loop),
@@ -72,7 +74,7 @@ for name, f in [("clip_rows", aj.clip_rows), ("fill", nj.fill), ("rows", cj.rows
                 ("shift_by_row_max", gj.shift_by_row_max), ("residual_clip", gj.residual_clip),
                 ("noisy_step", gj.noisy_step), ("fused_prologue", fj.prologue),
                 ("fused_epilogue", fj.epilogue), ("fused_narrow_tiled", tj.fused_narrow_tiled),
-                ("ftrl_numpy_order", oj.steps)]:
+                ("ftrl_numpy_order", oj.steps), ("geometric_cumsum", pj.geometric_cumsum)]:
     out[name] = [sum(f.stats.cache_hits.values()), sum(f.stats.cache_misses.values())]
 print(json.dumps(out))
 """

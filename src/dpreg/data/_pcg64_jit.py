@@ -14,6 +14,13 @@ tables): the same outputs consumed in the same order, so the same normals and th
 final state. Kernels take ``st = [state_hi, state_lo, inc_hi, inc_lo]`` (``uint64``) and
 write the final ``state_hi, state_lo`` back into ``st[0], st[1]``.
 
+**Geometric draws.** :func:`geometric_cumsum` draws ``rng.geometric(p)`` for p < 1/3 as
+numpy does (``random_geometric_inversion``: :math:`\lceil -E / \log(1 - p)\rceil` with
+``E`` from numpy's exponential ziggurat, ``random_standard_exponential``, transcribed
+as numba's ``distributions.py`` does, on the inlined PCG64) and sums each row as
+``np.cumsum`` does: the Poisson subsample positions of DP-SGD
+(:func:`dpreg.estimators.dpsgd_poisson.poisson_positions`; issue 18, session 25).
+
 **Two chains.** The step's multiply-add (:func:`muladd128`, one LLVM ``i128``
 expression: three 64-bit multiplies) is a chain of dependent multiplies, one per output.
 The loops carry two states, :math:`p = s_k` (numpy's state after the outputs drawn) and
@@ -37,9 +44,13 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 from numba.np.random._constants import (
+    fe_double,
     fi_double,
+    ke_double,
     ki_double,
+    we_double,
     wi_double,
+    ziggurat_exp_r,
     ziggurat_nor_inv_r,
     ziggurat_nor_r,
 )
@@ -52,6 +63,7 @@ MULT_HI = np.uint64(0x2360ED051FC65DA4)
 MULT_LO = np.uint64(0x4385DF649FCCF645)
 
 _ONE = np.uint64(1)
+_INT64_MAX = np.int64(2**63 - 1)
 
 #: ``wi_double`` then ``-wi_double``: entry ``r & 0x1ff`` of a raw output ``r`` (its
 #: ``idx = r & 0xff`` and sign bit ``(r >> 8) & 1``) is ``-wi[idx]`` for a set sign bit, so
@@ -193,6 +205,67 @@ def fill_scaled(st, out, scale):  # pragma: no cover - compiled
             out[i, d - 1] = x * scale[d - 1]
     st[0] = s[0]
     st[1] = s[1]
+
+
+@numba.njit(cache=True, nogil=True)
+def _exponential_slow(idx, x, s, j):  # pragma: no cover - compiled
+    # random_standard_exponential after its first draw was rejected (standard_exponential_
+    # unlikely: the tail idx == 0 or the wedge), then its loop again from a new draw
+    while True:
+        if idx == 0:
+            u, s = _next_double(s, j)
+            return ziggurat_exp_r - np.log1p(-u), s
+        u, s = _next_double(s, j)
+        if (fe_double[idx - 1] - fe_double[idx]) * u + fe_double[idx] < np.exp(-x):
+            return x, s
+        r, s = next64(s, j)
+        ri = r >> np.uint64(3)
+        idx = ri & np.uint64(0xFF)
+        ri = ri >> np.uint64(8)
+        x = ri * we_double[idx]
+        if ri < ke_double[idx]:
+            return x, s
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def exponential(s, j):  # pragma: no cover - compiled
+    # numpy's random_standard_exponential on the state s of next64: returns (x, new s)
+    r, s = next64(s, j)
+    ri = r >> np.uint64(3)
+    idx = ri & np.uint64(0xFF)
+    ri = ri >> np.uint64(8)
+    x = ri * we_double[idx]
+    if ri < ke_double[idx]:  # about 98.9% of the draws
+        return x, s
+    return _exponential_slow(idx, x, s, j)
+
+
+@numba.njit(cache=True, nogil=True)
+def geometric_cumsum(st, log1p_neg_p, n, pos):  # pragma: no cover - compiled
+    # pos[k, m] = (draw 0 + ... + draw m of row k) - 1, the draws numpy's
+    # rng.geometric(p, size=pos.shape) in C order for p < 1/3 (random_geometric_inversion:
+    # ceil(-E / log1p(-p)), capped at INT64_MAX; log1p_neg_p is libm's log1p(-p), passed
+    # in). Returns the largest count of positions below n in a row, or -1 if some row's
+    # last position is below n (the caller then draws more, as the reference does).
+    s, j = start(st)
+    trials, M = pos.shape
+    width = 0
+    for k in range(trials):
+        acc = np.int64(-1)
+        below = 0
+        for m in range(M):
+            e, s = exponential(s, j)
+            z = np.ceil(-e / log1p_neg_p)
+            acc += _INT64_MAX if z >= 9.223372036854776e18 else np.int64(z)
+            pos[k, m] = acc
+            below += acc < n
+        if acc < n:
+            width = -1
+        elif width >= 0 and below > width:
+            width = below
+    st[0] = s[0]
+    st[1] = s[1]
+    return width
 
 
 # ------------------------------------------------- consumers drawing one at a time
