@@ -76,6 +76,48 @@ def test_blocked_noise_equals_reference_for_any_beta(T, cols, taps, seed):
     np.testing.assert_array_equal(correlated_noise(taps, w), correlated_noise_reference(taps, w))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    n_fft=st.integers(1, 400),
+    rows=st.integers(1, 9),
+    extra=st.integers(0, 3),
+    single=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_buffered_fft_equals_scipy_public_calls_bit_for_bit(n_fft, rows, extra, single, seed):
+    # the pocketfft calls with out= (buffers reused across blocks, possibly wider than the
+    # block) against scipy.fft.rfft / irfft, which the reference path calls
+    assert ftrl_noise._pocketfft() is not None  # this scipy passes the check
+    dtype = np.float32 if single else np.float64
+    rng = np.random.default_rng(seed)
+    outputs = ftrl_noise._Outputs(rows + extra, n_fft, dtype)
+    b_hat = sp_fft.rfft(rng.standard_normal(n_fft).astype(dtype))
+    for _ in range(2):  # the second block reuses the buffers
+        block = np.zeros((rows, n_fft), dtype)
+        block[:, : (n_fft + 1) // 2] = rng.standard_normal((rows, (n_fft + 1) // 2))
+        want = ftrl_noise._public_convolve(block, b_hat)
+        got = outputs.convolve(block, b_hat)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("rows", [False, True])
+def test_noise_without_the_buffered_fft_is_unchanged(monkeypatch, rows):
+    # a scipy whose private pocketfft fails the check: the public calls, the same values
+    T = 3000
+    w = np.random.default_rng(5).standard_normal((T, 19)).astype(np.float32)
+    beta = nu_ftrl(0.01).coefficients(T)
+    ref = correlated_noise_reference(beta, w, precision="single")
+    monkeypatch.setattr(ftrl_noise, "_pocketfft", lambda: None)
+    if rows:
+        got = ftrl_noise.correlated_noise_rows(
+            beta, np.ascontiguousarray(w.T), precision="single"
+        ).T
+    else:
+        got = correlated_noise(beta, w, precision="single")
+    np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
+
+
 def test_out_must_match_shape_dtype_and_layout():
     w = np.ones((5, 3))
     for bad in (np.ones((5, 2)), np.ones((5, 3), np.float32), np.ones((3, 5)).T, [1.0]):
