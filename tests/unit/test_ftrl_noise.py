@@ -118,6 +118,44 @@ def test_noise_without_the_buffered_fft_is_unchanged(monkeypatch, rows):
     np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
 
 
+@settings(max_examples=15, deadline=None)
+@given(
+    sizes=st.lists(st.tuples(st.integers(1, 700), st.integers(1, 6)), min_size=1, max_size=3),
+    trials=st.integers(1, 5),
+    group_bytes=st.integers(1, 60_000),
+    sgd=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_shared_noise_workspace_gives_the_values_of_fresh_arrays(
+    sizes, trials, group_bytes, sgd, seed
+):
+    # successive simulations (T, d) through one workspace, several seed groups each
+    # (group_bytes), against each simulation with its own fresh arrays, bit for bit
+    ws = ftrl_noise.NoiseWorkspace()
+    corr = independent() if sgd else nu_ftrl(0.02)
+    for T, d in sizes:
+        lam = 1.0 / np.arange(1, d + 1)
+        kw = dict(correlation=corr, eta=0.05, T=T, trials=trials, record_every=7)
+        kw.update(max_noise_bytes=group_bytes, sigma_sgd=0.2)
+        got = simulate_streaming_regression(
+            lam, rng=np.random.default_rng(seed), workspace=ws, **kw
+        )
+        ref = simulate_streaming_regression(lam, rng=np.random.default_rng(seed), **kw)
+        np.testing.assert_array_equal(
+            got.suboptimality.view(np.uint64), ref.suboptimality.view(np.uint64)
+        )
+        np.testing.assert_array_equal(got.trace.view(np.uint64), ref.trace.view(np.uint64))
+
+
+def test_noise_workspace_grows_and_reuses_its_buffer():
+    ws = ftrl_noise.NoiseWorkspace()
+    a = ws.array((3, 4))
+    assert a.flags.c_contiguous and a.dtype == np.float32 and a.shape == (3, 4)
+    assert np.shares_memory(ws.array((2, 5)), a)  # smaller: the same buffer
+    big = ws.array((5, 5))
+    assert big.shape == (5, 5) and not np.shares_memory(big, a)  # larger: a new one
+
+
 def test_out_must_match_shape_dtype_and_layout():
     w = np.ones((5, 3))
     for bad in (np.ones((5, 2)), np.ones((5, 3), np.float32), np.ones((3, 5)).T, [1.0]):

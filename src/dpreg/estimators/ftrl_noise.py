@@ -35,6 +35,7 @@ from dpreg._validation import check_choice
 
 __all__ = [
     "DIRECT_TAPS",
+    "NoiseWorkspace",
     "correlated_noise",
     "correlated_noise_reference",
     "correlated_noise_rows",
@@ -61,6 +62,38 @@ def _prepare(
     nonzero = np.flatnonzero(b)
     support = int(nonzero[-1]) + 1 if nonzero.size else 0
     return dtype, b, w.reshape(T, -1), nonzero, support
+
+
+class NoiseWorkspace:
+    r"""One float32 buffer for the noise of successive seed groups and simulations.
+
+    :func:`~dpreg.estimators.ftrl.simulate_streaming_regression` draws each seed group's
+    noise into a ``(g d, T)`` float32 array of up to 512 MB. A fresh array per group has
+    its pages faulted in and zeroed by the kernel again each time (about 0.5 s of system
+    time per GB on the 2-core host, about a tenth of a paper-scale ``cc_fig2_d`` job;
+    docs/scaling.md); the groups of one simulation, and the mechanisms of one Fig. 2 cell,
+    which need the same size, can share one buffer instead. Every element is written
+    before it is read, so the values are those of fresh arrays. The buffer grows to the
+    largest request and lives as long as the workspace.
+
+    Examples
+    --------
+    >>> ws = NoiseWorkspace()
+    >>> a = ws.array((2, 3))
+    >>> a.shape, a.dtype.name, ws.array((3, 2)).base is a.base
+    ((2, 3), 'float32', True)
+    """
+
+    def __init__(self) -> None:
+        self._buf = np.empty(0, dtype=np.float32)
+
+    def array(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Return a C-contiguous float32 array of ``shape`` on the buffer (contents undefined)."""
+        size = math.prod(shape)
+        if self._buf.size < size:
+            self._buf = np.empty(0, dtype=np.float32)  # the smaller buffer freed first
+            self._buf = np.empty(size, dtype=np.float32)
+        return self._buf[:size].reshape(shape)
 
 
 def correlated_noise(
