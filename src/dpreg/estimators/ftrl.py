@@ -218,7 +218,8 @@ def simulate_streaming_regression(
 
     a rank-one update per seed, vectorised over seeds; :math:`\tilde w` is
     precomputed by :func:`correlated_noise`, in place of the draws (one float32
-    ``(T, g, d)`` array per group of ``g`` seeds). Seeds are processed in groups whose
+    ``(T, g, d)`` array per group of ``g`` seeds, on one buffer reused by the groups:
+    ``workspace``). Seeds are processed in groups whose
     noise array fits ``max_noise_bytes``; inputs and label noise are drawn 2048 steps at
     a time, so the rest of the working memory does not grow with :math:`T`.
 

@@ -15,7 +15,13 @@ at once:
 * :func:`correlated_noise_reference` -- the former implementation (column blocks
   transposed to make time contiguous, a zero-initialised output and full-size
   temporaries on the direct path), kept as the reference the fast path is tested
-  against: the two agree bit for bit (tests/unit/test_ftrl_noise.py).
+  against: the two agree bit for bit (tests/unit/test_ftrl_noise.py);
+* :class:`NoiseWorkspace` -- one float32 buffer for the noise of successive seed groups
+  and simulations (no fresh pages per group).
+
+The FFT path's two outputs per block (spectrum and inverse) are written into buffers
+reused across blocks when scipy's pocketfft passes a bit-for-bit check against
+:func:`scipy.fft.rfft` / :func:`scipy.fft.irfft` (``_pocketfft``), else by those calls.
 
 Memory: :func:`correlated_noise` needs, besides its input and output, three FFT arrays of
 at most 16 columns and about 32 MB each on the FFT path (``n_fft`` about :math:`2T`
@@ -226,7 +232,7 @@ def _pocketfft() -> Any:
     :func:`scipy.fft.rfft` and :func:`scipy.fft.irfft` (scipy's default backend) call
     ``scipy.fft._pocketfft.pypocketfft.r2c`` and ``c2r`` with ``out=None``, so every call
     returns fresh arrays (two of about 32 MB per block here, whose pages the kernel
-    faults in and zeroes again each time: about a tenth of the transforms' time at
+    faults in and zeroes again each time: a tenth or more of the transforms' time at
     :math:`T = 512{,}000`). The same two calls with ``out=`` write into buffers reused
     across blocks. That private module is checked here once per process against the
     public calls (float32 and float64, bit for bit); if it is missing, has another
