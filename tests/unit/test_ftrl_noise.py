@@ -76,6 +76,86 @@ def test_blocked_noise_equals_reference_for_any_beta(T, cols, taps, seed):
     np.testing.assert_array_equal(correlated_noise(taps, w), correlated_noise_reference(taps, w))
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    n_fft=st.integers(1, 400),
+    rows=st.integers(1, 9),
+    extra=st.integers(0, 3),
+    single=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_buffered_fft_equals_scipy_public_calls_bit_for_bit(n_fft, rows, extra, single, seed):
+    # the pocketfft calls with out= (buffers reused across blocks, possibly wider than the
+    # block) against scipy.fft.rfft / irfft, which the reference path calls
+    assert ftrl_noise._pocketfft() is not None  # this scipy passes the check
+    dtype = np.float32 if single else np.float64
+    rng = np.random.default_rng(seed)
+    outputs = ftrl_noise._Outputs(rows + extra, n_fft, dtype)
+    b_hat = sp_fft.rfft(rng.standard_normal(n_fft).astype(dtype))
+    for _ in range(2):  # the second block reuses the buffers
+        block = np.zeros((rows, n_fft), dtype)
+        block[:, : (n_fft + 1) // 2] = rng.standard_normal((rows, (n_fft + 1) // 2))
+        want = ftrl_noise._public_convolve(block, b_hat)
+        got = outputs.convolve(block, b_hat)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("rows", [False, True])
+def test_noise_without_the_buffered_fft_is_unchanged(monkeypatch, rows):
+    # a scipy whose private pocketfft fails the check: the public calls, the same values
+    T = 3000
+    w = np.random.default_rng(5).standard_normal((T, 19)).astype(np.float32)
+    beta = nu_ftrl(0.01).coefficients(T)
+    ref = correlated_noise_reference(beta, w, precision="single")
+    monkeypatch.setattr(ftrl_noise, "_pocketfft", lambda: None)
+    if rows:
+        got = ftrl_noise.correlated_noise_rows(
+            beta, np.ascontiguousarray(w.T), precision="single"
+        ).T
+    else:
+        got = correlated_noise(beta, w, precision="single")
+    np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    sizes=st.lists(st.tuples(st.integers(1, 700), st.integers(1, 6)), min_size=1, max_size=3),
+    trials=st.integers(1, 5),
+    group_bytes=st.integers(1, 60_000),
+    sgd=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_shared_noise_workspace_gives_the_values_of_fresh_arrays(
+    sizes, trials, group_bytes, sgd, seed
+):
+    # successive simulations (T, d) through one workspace, several seed groups each
+    # (group_bytes), against each simulation with its own fresh arrays, bit for bit
+    ws = ftrl_noise.NoiseWorkspace()
+    corr = independent() if sgd else nu_ftrl(0.02)
+    for T, d in sizes:
+        lam = 1.0 / np.arange(1, d + 1)
+        kw = dict(correlation=corr, eta=0.05, T=T, trials=trials, record_every=7)
+        kw.update(max_noise_bytes=group_bytes, sigma_sgd=0.2)
+        got = simulate_streaming_regression(
+            lam, rng=np.random.default_rng(seed), workspace=ws, **kw
+        )
+        ref = simulate_streaming_regression(lam, rng=np.random.default_rng(seed), **kw)
+        np.testing.assert_array_equal(
+            got.suboptimality.view(np.uint64), ref.suboptimality.view(np.uint64)
+        )
+        np.testing.assert_array_equal(got.trace.view(np.uint64), ref.trace.view(np.uint64))
+
+
+def test_noise_workspace_grows_and_reuses_its_buffer():
+    ws = ftrl_noise.NoiseWorkspace()
+    a = ws.array((3, 4))
+    assert a.flags.c_contiguous and a.dtype == np.float32 and a.shape == (3, 4)
+    assert np.shares_memory(ws.array((2, 5)), a)  # smaller: the same buffer
+    big = ws.array((5, 5))
+    assert big.shape == (5, 5) and not np.shares_memory(big, a)  # larger: a new one
+
+
 def test_out_must_match_shape_dtype_and_layout():
     w = np.ones((5, 3))
     for bad in (np.ones((5, 2)), np.ones((5, 3), np.float32), np.ones((3, 5)).T, [1.0]):

@@ -106,6 +106,19 @@ def test_fill_columns_is_the_transpose_of_numpy(seed, cols, T, before, scale):
     np.testing.assert_equal(ours.bit_generator.state, ref.bit_generator.state)
 
 
+def test_fill_columns_equals_numpy_on_a_large_draw():
+    # 4.2 x 10^6 draws stored transposed: the tail and wedge branches, with the buffered
+    # 32-bit half both held and spent when they start (the state carried in registers)
+    ours, ref = np.random.default_rng(12), np.random.default_rng(12)
+    ours.standard_normal(1, dtype=np.float32)  # has_uint32 set
+    ref.standard_normal(1, dtype=np.float32)
+    got = normal32_fill_columns(ours, np.empty((7, 600_001), np.float32), 0.25)
+    want = ref.standard_normal((600_001, 7), dtype=np.float32) * np.float32(0.25)
+    np.testing.assert_array_equal(got.view(np.uint32), want.T.view(np.uint32))
+    np.testing.assert_equal(ours.bit_generator.state, ref.bit_generator.state)
+    assert np.sum(np.abs(want) > np.float32(0.25 * 3.6541529)) > 100  # the tail was drawn
+
+
 def test_fill_columns_rejects_bad_arguments():
     with pytest.raises(TypeError, match="rng"):
         normal32_fill_columns(np.random.RandomState(0), np.empty((2, 3), np.float32))

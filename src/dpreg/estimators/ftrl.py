@@ -60,6 +60,7 @@ from dpreg.estimators.ftrl_factorizations import FFTFactorization, MatrixFactori
 from dpreg.estimators.ftrl_kernel import data_steps_compiled
 from dpreg.estimators.ftrl_noise import (
     DIRECT_TAPS,
+    NoiseWorkspace,
     correlated_noise,
     correlated_noise_rows,
     unit_normals,
@@ -193,6 +194,7 @@ def simulate_streaming_regression(
     initial_distance: float = 0.0,
     max_noise_bytes: int = _DEFAULT_NOISE_BYTES,
     kernel: str = "numba",
+    workspace: NoiseWorkspace | None = None,
 ) -> StreamingResult:
     r"""Noisy-FTRL / Noisy-SGD on streaming linear regression (§2.2, Fig. 2).
 
@@ -216,7 +218,8 @@ def simulate_streaming_regression(
 
     a rank-one update per seed, vectorised over seeds; :math:`\tilde w` is
     precomputed by :func:`correlated_noise`, in place of the draws (one float32
-    ``(T, g, d)`` array per group of ``g`` seeds). Seeds are processed in groups whose
+    ``(T, g, d)`` array per group of ``g`` seeds, on one buffer reused by the groups:
+    ``workspace``). Seeds are processed in groups whose
     noise array fits ``max_noise_bytes``; inputs and label noise are drawn 2048 steps at
     a time, so the rest of the working memory does not grow with :math:`T`.
 
@@ -261,6 +264,11 @@ def simulate_streaming_regression(
         compiled code, :func:`~dpreg.estimators.normal32_kernel.normal32_fill`: numpy's
         values and generator state, bit for bit); the two agree to round-off (only the
         order of the additions in the two sums over coordinates differs).
+    workspace : NoiseWorkspace, optional
+        Buffer for the noise of the compiled path (``kernel="numba"``), reused by every
+        seed group of this call; pass one workspace to successive calls of the same
+        ``T`` and ``d`` (e.g. the mechanisms of one Fig. 2 cell) to reuse it across calls
+        too. Default: a workspace of this call only. The values do not depend on it.
 
     Returns
     -------
@@ -305,20 +313,22 @@ def simulate_streaming_regression(
     by_fft = taps.size > 0 and int(taps[-1]) + 1 > DIRECT_TAPS  # correlated_noise's FFT path
     subopt = np.empty(trials)
     trace = np.empty((trials, record_steps.size))
+    # the noise of every group in one buffer (fresh pages cost the kernel's zeroing)
+    ws = NoiseWorkspace() if workspace is None else workspace
     for first in range(0, trials, group):
         g = min(group, trials - first)
         # one float32 (T, g d) array: the draws, then (in place) the correlated noise
         if kernel == "numba" and by_fft:
             # numpy's draws and products, bit for bit, in compiled code, stored with time
             # last (each series contiguous for its FFT); the loop reads the (T, g, d) view
-            noise_t = np.empty((g * d, T), np.float32)
+            noise_t = ws.array((g * d, T))
             normal32_fill_columns(rng, noise_t, eta * noise_std)
             correlated_noise_rows(beta, noise_t, precision="single", out=noise_t)
             noise = noise_t.reshape(g, d, T).transpose(2, 0, 1)
             del noise_t
         else:
             if kernel == "numba":
-                noise = normal32_fill(rng, np.empty((T, g * d), np.float32), eta * noise_std)
+                noise = normal32_fill(rng, ws.array((T, g * d)), eta * noise_std)
             else:
                 noise = rng.standard_normal((T, g * d), dtype=np.float32)
                 noise *= np.float32(eta * noise_std)
@@ -376,7 +386,7 @@ def simulate_streaming_regression(
                 if t % record_every == 0:
                     trace[first : first + g, rec] = 0.5 * ((delta * delta) @ lam)
                     rec += 1
-        # free before the next group's draws: one noise array alive at a time
+        # one noise array alive at a time (the workspace's, or numpy's draws freed here)
         del noise, z_buf, X_buf, X_eta_buf, N_buf
         subopt[first : first + g] = 0.5 * (acc @ lam) / n_tail
         if not np.all(np.isfinite(subopt[first : first + g])):

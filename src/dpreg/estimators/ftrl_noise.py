@@ -15,7 +15,13 @@ at once:
 * :func:`correlated_noise_reference` -- the former implementation (column blocks
   transposed to make time contiguous, a zero-initialised output and full-size
   temporaries on the direct path), kept as the reference the fast path is tested
-  against: the two agree bit for bit (tests/unit/test_ftrl_noise.py).
+  against: the two agree bit for bit (tests/unit/test_ftrl_noise.py);
+* :class:`NoiseWorkspace` -- one float32 buffer for the noise of successive seed groups
+  and simulations (no fresh pages per group).
+
+The FFT path's two outputs per block (spectrum and inverse) are written into buffers
+reused across blocks when scipy's pocketfft passes a bit-for-bit check against
+:func:`scipy.fft.rfft` / :func:`scipy.fft.irfft` (``_pocketfft``), else by those calls.
 
 Memory: :func:`correlated_noise` needs, besides its input and output, three FFT arrays of
 at most 16 columns and about 32 MB each on the FFT path (``n_fft`` about :math:`2T`
@@ -26,6 +32,8 @@ numbers on the direct path, whatever the number of columns.
 from __future__ import annotations
 
 import math
+from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +41,7 @@ from dpreg._validation import check_choice
 
 __all__ = [
     "DIRECT_TAPS",
+    "NoiseWorkspace",
     "correlated_noise",
     "correlated_noise_reference",
     "correlated_noise_rows",
@@ -59,6 +68,38 @@ def _prepare(
     nonzero = np.flatnonzero(b)
     support = int(nonzero[-1]) + 1 if nonzero.size else 0
     return dtype, b, w.reshape(T, -1), nonzero, support
+
+
+class NoiseWorkspace:
+    r"""One float32 buffer for the noise of successive seed groups and simulations.
+
+    :func:`~dpreg.estimators.ftrl.simulate_streaming_regression` draws each seed group's
+    noise into a ``(g d, T)`` float32 array of up to 512 MB. A fresh array per group has
+    its pages faulted in and zeroed by the kernel again each time (about 0.5 s of system
+    time per GB on the 2-core host, about a tenth of a paper-scale ``cc_fig2_d`` job;
+    docs/scaling.md); the groups of one simulation, and the mechanisms of one Fig. 2 cell,
+    which need the same size, can share one buffer instead. Every element is written
+    before it is read, so the values are those of fresh arrays. The buffer grows to the
+    largest request and lives as long as the workspace.
+
+    Examples
+    --------
+    >>> ws = NoiseWorkspace()
+    >>> a = ws.array((2, 3))
+    >>> a.shape, a.dtype.name, ws.array((3, 2)).base is a.base
+    ((2, 3), 'float32', True)
+    """
+
+    def __init__(self) -> None:
+        self._buf = np.empty(0, dtype=np.float32)
+
+    def array(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Return a C-contiguous float32 array of ``shape`` on the buffer (contents undefined)."""
+        size = math.prod(shape)
+        if self._buf.size < size:
+            self._buf = np.empty(0, dtype=np.float32)  # the smaller buffer freed first
+            self._buf = np.empty(size, dtype=np.float32)
+        return self._buf[:size].reshape(shape)
 
 
 def correlated_noise(
@@ -163,6 +204,7 @@ def _fft(b: np.ndarray, flat: np.ndarray, res: np.ndarray, dtype: type) -> None:
     fit = _FFT_BUFFER_BYTES // (n_fft * np.dtype(dtype).itemsize)
     width = max(1, min(_FFT_COLUMNS, fit, cols))
     buf = np.zeros((width, n_fft), dtype=dtype)
+    outputs = _Outputs(width, n_fft, dtype)
     columns = np.empty((T, width), dtype=flat.dtype)
     for start in range(0, cols, width):
         stop = min(start + width, cols)
@@ -170,9 +212,80 @@ def _fft(b: np.ndarray, flat: np.ndarray, res: np.ndarray, dtype: type) -> None:
         part = columns[:, : stop - start]
         np.copyto(part, flat[:, start:stop])
         block[:, :T] = part.T
-        spec = sp_fft.rfft(block, n=n_fft, axis=-1)
+        res[:, start:stop] = outputs.convolve(block, b_hat)[:, :T].T
+
+
+def _public_convolve(block: np.ndarray, b_hat: np.ndarray) -> np.ndarray:
+    """``irfft(rfft(block) * b_hat)`` along the last axis by scipy.fft's public calls."""
+    from scipy import fft as sp_fft
+
+    n_fft = block.shape[-1]
+    spec = sp_fft.rfft(block, n=n_fft, axis=-1)
+    spec *= b_hat
+    return sp_fft.irfft(spec, n=n_fft, axis=-1, overwrite_x=True)
+
+
+@cache
+def _pocketfft() -> Any:
+    """Return scipy's pocketfft module if its ``out=`` calls give the public calls' bits.
+
+    :func:`scipy.fft.rfft` and :func:`scipy.fft.irfft` (scipy's default backend) call
+    ``scipy.fft._pocketfft.pypocketfft.r2c`` and ``c2r`` with ``out=None``, so every call
+    returns fresh arrays (two of about 32 MB per block here, whose pages the kernel
+    faults in and zeroes again each time: a tenth or more of the transforms' time at
+    :math:`T = 512{,}000`). The same two calls with ``out=`` write into buffers reused
+    across blocks. That private module is checked here once per process against the
+    public calls (float32 and float64, bit for bit); if it is missing, has another
+    signature or differs, None: the public calls are used.
+    """
+    try:
+        from scipy.fft._pocketfft import pypocketfft
+
+        rng = np.random.default_rng(0)
+        for dtype, ctype in ((np.float32, np.complex64), (np.float64, np.complex128)):
+            block = np.zeros((3, 30), dtype)
+            block[:, :15] = rng.standard_normal((3, 15))
+            b_hat = np.fft.rfft(rng.standard_normal(30)).astype(ctype)
+            spec, out = np.empty((3, 16), ctype), np.empty((3, 30), dtype)
+            pypocketfft.r2c(block, (-1,), True, 0, spec, 1)
+            spec *= b_hat
+            pypocketfft.c2r(spec, (-1,), 30, False, 2, out, 1)
+            want = _public_convolve(block, b_hat)
+            if want.dtype != out.dtype or not np.array_equal(
+                want.view(np.uint8), out.view(np.uint8)
+            ):
+                return None
+    except Exception:  # noqa: BLE001 - any failure: the public calls
+        return None
+    return pypocketfft
+
+
+class _Outputs:
+    """The spectrum and output buffers of one convolution by FFT, reused across blocks."""
+
+    def __init__(self, width: int, n_fft: int, dtype: type) -> None:
+        self.module = _pocketfft()
+        if self.module is not None:
+            ctype = np.complex64 if dtype is np.float32 else np.complex128
+            self.spec = np.empty((width, n_fft // 2 + 1), dtype=ctype)
+            self.out = np.empty((width, n_fft), dtype=dtype)
+
+    def convolve(self, block: np.ndarray, b_hat: np.ndarray) -> np.ndarray:
+        """Return ``irfft(rfft(block) * b_hat)`` (all ``n_fft`` columns; a buffer's view).
+
+        ``block`` is a C-contiguous (rows, n_fft) array with at most ``width`` rows; the
+        result is valid until the next call.
+        """
+        if self.module is None:
+            return _public_convolve(block, b_hat)
+        rows, n_fft = block.shape
+        spec, out = self.spec[:rows], self.out[:rows]
+        # scipy.fft.rfft(block, n_fft, axis=-1) and irfft(spec, n_fft, axis=-1) (norm
+        # "backward": inorm 0 forward, 2 inverse; one worker), writing into the buffers
+        self.module.r2c(block, (-1,), True, 0, spec, 1)
         spec *= b_hat
-        res[:, start:stop] = sp_fft.irfft(spec, n=n_fft, axis=-1, overwrite_x=True)[:, :T].T
+        self.module.c2r(spec, (-1,), n_fft, False, 2, out, 1)
+        return out
 
 
 #: Draws by numpy's own ``standard_normal`` until this many in the process (about the
@@ -281,13 +394,12 @@ def _fft_rows(b: np.ndarray, flat_t: np.ndarray, res_t: np.ndarray, dtype: type)
     fit = _FFT_BUFFER_BYTES // (n_fft * np.dtype(dtype).itemsize)
     width = max(1, min(_FFT_COLUMNS, fit, rows))
     buf = np.zeros((width, n_fft), dtype=dtype)
+    outputs = _Outputs(width, n_fft, dtype)
     for start in range(0, rows, width):
         stop = min(start + width, rows)
         block = buf[: stop - start]
         block[:, :T] = flat_t[start:stop]
-        spec = sp_fft.rfft(block, n=n_fft, axis=-1)
-        spec *= b_hat
-        res_t[start:stop] = sp_fft.irfft(spec, n=n_fft, axis=-1, overwrite_x=True)[:, :T]
+        res_t[start:stop] = outputs.convolve(block, b_hat)[:, :T]
 
 
 def correlated_noise_reference(

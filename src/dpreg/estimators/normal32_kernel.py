@@ -37,20 +37,6 @@ _STEPS = 64
 
 
 @cache
-def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.float32, np.float32]:
-    """Return the float32 ziggurat tables of numpy (numba carries its constants)."""
-    from numba.np.random import _constants as c
-
-    return (
-        np.asarray(c.ki_float, dtype=np.uint32),
-        np.asarray(c.wi_float, dtype=np.float32),
-        np.asarray(c.fi_float, dtype=np.float32),
-        np.float32(c.ziggurat_nor_r_f),
-        np.float32(c.ziggurat_nor_inv_r_f),
-    )
-
-
-@cache
 def _kernel() -> Any:
     """Return the fill loop (compiled or loaded from numba's cache on first use)."""
     from dpreg.estimators import _normal32_jit
@@ -178,7 +164,7 @@ def _run(rng: np.random.Generator, out: np.ndarray, f32: Any, use: bool) -> None
     s, inc = int(state["state"]["state"]), int(state["state"]["inc"])
     st = np.array([s >> 64, s & _M64, inc >> 64, inc & _M64], dtype=np.uint64)
     buf = np.array([state["has_uint32"], state["uinteger"]], dtype=np.uint64)
-    _kernel()(st, buf, out, f32, use, *_tables(), _STEPS)
+    _kernel()(st, buf, out, f32, use, _STEPS)
     state["state"]["state"] = (int(st[0]) << 64) | int(st[1])
     state["has_uint32"] = int(buf[0])
     state["uinteger"] = int(buf[1])

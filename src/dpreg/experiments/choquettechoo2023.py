@@ -44,6 +44,7 @@ import pandas as pd
 from dpreg.data.datasets import Dataset
 from dpreg.estimators.ftrl import simulate_streaming_regression
 from dpreg.estimators.ftrl_correlations import independent, nu_ftrl
+from dpreg.estimators.ftrl_noise import NoiseWorkspace
 from dpreg.experiments.params import (
     KindParams,
     at_least,
@@ -706,15 +707,25 @@ def run_linreg_sim(
     ``late_over_early`` (stationarity check) and the design.
     """
     P = _params(FtrlLinregSimParams, cell)
+    # the sub-cells' noise in one buffer (the mechanisms of a cell need the same size)
+    workspace = NoiseWorkspace()
     parts = [
-        _run_sim_subcell(sub, trials=trials, first_trial=first_trial, seed=seed, stream=k)
+        _run_sim_subcell(
+            sub, trials=trials, first_trial=first_trial, seed=seed, stream=k, workspace=workspace
+        )
         for k, sub in enumerate(_expand(P))
     ]
     return pd.concat(parts, ignore_index=True)
 
 
 def _run_sim_subcell(
-    P: FtrlLinregSimParams, *, trials: int, first_trial: int, seed: int, stream: int
+    P: FtrlLinregSimParams,
+    *,
+    trials: int,
+    first_trial: int,
+    seed: int,
+    stream: int,
+    workspace: NoiseWorkspace | None = None,
 ) -> pd.DataFrame:
     spec = _sim_spec(P)
     corr = independent() if spec["mechanism"] == "sgd" else nu_ftrl(spec["nu"])
@@ -732,6 +743,7 @@ def _run_sim_subcell(
         tail_fraction=spec["tail_fraction"],
         record_every=spec["record_every"],
         initial_distance=spec["initial_distance"],
+        workspace=workspace,
     )
     lam, eta = spec["lam"], spec["eta"]
     kw = {"rho": spec["rho"], "clip": spec["clip"], "sigma_sgd": spec["sigma_sgd"]}
