@@ -23,6 +23,17 @@ def _dot(X, i, theta):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def uncertified(tau_fixed, worst, dist, point, tau):  # pragma: no cover - compiled
+    # how many rows neither certificate covers (the test of `corrections` below, which
+    # RecentCertificate.corrections's reference path evaluates with numpy temporaries)
+    left = 0
+    for i in range(tau.shape[0]):
+        if not (tau_fixed[i] >= worst or dist[point[i]] <= tau[i]):
+            left += 1
+    return left
+
+
+@numba.njit(cache=True, nogil=True)
 def corrections(
     X, y, norms, theta, fitted, clip, residual_mode, tau_fixed, worst, dist, point,
     tau, index, theta_norm, count, corr,

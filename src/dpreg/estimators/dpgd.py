@@ -729,13 +729,14 @@ class GramRowGradient:
         tau = np.where(zero, np.where(B - r_ref - slack > 0.0, math.inf, -math.inf), tau)
         tau = np.where(np.isnan(tau), -math.inf, tau)
         self.tau = tau
-        self.tau_sorted = np.sort(tau)  # values only: how many rows a distance leaves
+        if _UNCERTIFIED_PATH == "sorted":  # values only: how many rows a distance leaves
+            self.tau_sorted = np.sort(tau)
         self.theta_ref = theta_ref
 
     def _uncertified(self, theta: np.ndarray) -> tuple[float, int]:
         """Return the bound on the columns' distance to OLS and how many rows it leaves."""
         n = len(self.y)
-        if self.tau_sorted is None:
+        if self.tau is None:
             return math.inf, n
         diff = theta - self.theta_ref[:, None]
         dist = np.sqrt(np.einsum("ij,ij->j", diff, diff))
@@ -746,7 +747,11 @@ class GramRowGradient:
         if not math.isfinite(worst):
             return math.inf, n
         # row i is certified iff dist <= tau_i; the others are those with tau_i < worst
-        return worst, int(np.searchsorted(self.tau_sorted, worst, side="left"))
+        # (tau has no NaN): counted in one pass, or, the reference, by a search of the
+        # sorted radii (one sort per data set, ~30 ms at n = 5e5 against ~0.3 ms a count)
+        if _UNCERTIFIED_PATH == "sorted":
+            return worst, int(np.searchsorted(self.tau_sorted, worst, side="left"))
+        return worst, int(np.count_nonzero(self.tau < worst))
 
     def _corrections(
         self,
@@ -813,6 +818,11 @@ class GramRowGradient:
         grad -= corr.T
         grad /= n
         return grad, count / n
+
+
+#: "count": :meth:`GramRowGradient._uncertified` counts the radii below the distance;
+#: "sorted": it searches them sorted once per data set (tests: the same counts)
+_UNCERTIFIED_PATH = "count"
 
 
 def _use_compiled(pairs: int) -> bool:
