@@ -119,3 +119,34 @@ def test_uncertified_counts_equal_the_sorted_search(monkeypatch):
         got = kernel._uncertified(theta[:, None])
         monkeypatch.setattr(dpgd_mod, "_UNCERTIFIED_PATH", "sorted")
         assert got == reference._uncertified(theta[:, None])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(3, 200),
+    p=st.integers(1, 5),
+    mode=st.sampled_from(["gradient", "residual"]),
+    clip=st.sampled_from([1e-300, 1e-3, 0.7, 3.0, 1e6, 1e300]),
+    zero_rows=st.integers(0, 3),
+    scale=st.sampled_from([1e-160, 1e-8, 1.0, 1e8, 1e150]),
+)
+def test_compiled_radii_are_numpys_bit_for_bit(seed, n, p, mode, clip, zero_rows, scale):
+    """The fixed certificate's radii from the compiled pass equal numpy's expressions bit
+    for bit: zero rows (both modes), tiny and huge rows and clip levels (overflowing
+    thresholds, NaN radii sent to -inf)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p)) * scale
+    X[rng.integers(0, n, size=zero_rows)] = 0.0
+    y = rng.standard_normal(n) * rng.choice([1e-3, 1.0, 1e5], size=n)
+    taus = []
+    with pytest.MonkeyPatch.context() as monkeypatch, np.errstate(all="ignore"):
+        monkeypatch.setattr(dpgd_mod, "_use_compiled", lambda pairs: True)
+        for path in ("compiled", "reference"):
+            monkeypatch.setattr(dpgd_mod, "_RADII_PATH", path)
+            kernel = GramRowGradient(X, y, clip, mode)
+            taus.append(None if kernel.tau is None else kernel.tau.view(np.uint64).copy())
+    if taus[0] is None:
+        assert taus[1] is None
+    else:
+        assert np.array_equal(taus[0], taus[1])

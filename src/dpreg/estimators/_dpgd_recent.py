@@ -59,6 +59,14 @@ def _kernel() -> Any:
 
 
 @cache
+def radii_kernel() -> Any:
+    """Load the compiled radii of the fixed certificate (:class:`GramRowGradient`)."""
+    from dpreg.estimators._dpgd_recent_jit import fixed_radii
+
+    return fixed_radii
+
+
+@cache
 def _count_kernel() -> Any:
     """Load the compiled count of the rows left (numba, cached on disk)."""
     from dpreg.estimators._dpgd_recent_jit import uncertified
