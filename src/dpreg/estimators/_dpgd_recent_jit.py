@@ -23,6 +23,39 @@ def _dot(X, i, theta):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def fixed_radii(y, fitted, row_norm, clip, gradient_mode, ref_norm, tau):  # pragma: no cover
+    # GramRowGradient._certificate's radii around OLS in one pass: the same operations in
+    # the same order as its numpy expressions (no fastmath: each rounded as numpy rounds)
+    for i in range(tau.shape[0]):
+        rn = row_norm[i]
+        zero = rn == 0.0
+        if gradient_mode:
+            B = np.inf if zero else clip / rn
+        else:
+            B = clip
+        r_ref = abs(y[i] - fitted[i])
+        slack = _CERTIFY_SLACK * (abs(y[i]) + rn * ref_norm + (0.0 if zero else B))
+        if zero:
+            t = np.inf if B - r_ref - slack > 0.0 else -np.inf
+        else:
+            t = (B - r_ref - slack) / (rn * (1.0 + _METRIC_SLACK))
+            if np.isnan(t):
+                t = -np.inf
+        tau[i] = t
+
+
+@numba.njit(cache=True, nogil=True)
+def uncertified(tau_fixed, worst, dist, point, tau):  # pragma: no cover - compiled
+    # how many rows neither certificate covers (the test of `corrections` below, which
+    # RecentCertificate.corrections's reference path evaluates with numpy temporaries)
+    left = 0
+    for i in range(tau.shape[0]):
+        if not (tau_fixed[i] >= worst or dist[point[i]] <= tau[i]):
+            left += 1
+    return left
+
+
+@numba.njit(cache=True, nogil=True)
 def corrections(
     X, y, norms, theta, fitted, clip, residual_mode, tau_fixed, worst, dist, point,
     tau, index, theta_norm, count, corr,

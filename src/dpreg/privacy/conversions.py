@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from dpreg._validation import check_choice, check_positive, check_probability
+from dpreg.privacy._bounded_min import minimize_bounded
 from dpreg.privacy.budgets import ZCDP, ApproxDP, Budget, check_budget
 
 __all__ = [
@@ -85,15 +86,10 @@ def _tight_eps(rho: float, log_inv_delta: float) -> float:
     k = int(np.argmin(values))
     lo = _T_GRID[max(k - 1, 0)]
     hi = _T_GRID[min(k + 1, _T_GRID.size - 1)]
-    from scipy import optimize  # on first use: a job that only reads budgets never loads it
-
-    res = optimize.minimize_scalar(
-        lambda t: float(_tight_objective(t, rho, log_inv_delta)),
-        bounds=(lo, hi),
-        method="bounded",
-        options={"xatol": 1e-12, "maxiter": 500},
+    _, fun = minimize_bounded(  # scipy's bounded Brent search, bit for bit
+        lambda t: float(_tight_objective(t, rho, log_inv_delta)), lo, hi, xatol=1e-12, maxiter=500
     )
-    best = min(float(values[k]), float(res.fun))
+    best = min(float(values[k]), fun)
     return min(best, _simple_eps(rho, log_inv_delta))
 
 

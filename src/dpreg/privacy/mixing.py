@@ -34,7 +34,9 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
+
+from dpreg.privacy._bounded_min import minimize_bounded
 
 __all__ = ["mixing_epsilon", "mixing_rdp", "smallest_gamma"]
 
@@ -122,14 +124,11 @@ def mixing_epsilon(
     if refine:
         lo = _S_GRID[max(i - 1, 0)]
         hi = _S_GRID[min(i + 1, _S_GRID.size - 1)]
-        res = optimize.minimize_scalar(
-            lambda s: float(_mixing_objective(s, k, gamma, log_inv_delta)),
-            bounds=(lo, hi),
-            method="bounded",
-            options={"xatol": 1e-10},
+        x, fun = minimize_bounded(  # scipy's bounded Brent search, bit for bit
+            lambda s: float(_mixing_objective(s, k, gamma, log_inv_delta)), lo, hi, xatol=1e-10
         )
-        if res.fun < best:
-            best, best_s = float(res.fun), float(res.x)
+        if fun < best:
+            best, best_s = fun, x
     alpha = 1.0 + (gamma - 1.0) * float(special.expit(best_s))
     return max(best, 0.0), alpha
 
