@@ -55,6 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", metavar="FILE", help="write the per-trial rows (parquet)")
     args = parser.parse_args(argv)
 
+    # The process set up as run_chunk's (workflow/scripts/run_chunk.py): numpy's tool
+    # modules deferred, freed memory kept for reuse (docs/scaling.md).
+    from dpreg._allocator import keep_freed_memory
+    from dpreg._lazy import defer_numpy_tool_modules
+
+    defer_numpy_tool_modules()
+    keep_freed_memory()
+
     import yaml
 
     from dpreg.config import check_no_duplicate_keys, find_job

@@ -9,6 +9,11 @@ from dpreg._lazy import defer_numpy_tool_modules  # noqa: E402
 
 defer_numpy_tool_modules()
 
+# Large temporaries made again at every step reuse the job's freed memory (no page faults).
+from dpreg._allocator import keep_freed_memory  # noqa: E402
+
+keep_freed_memory()
+
 import pandas as pd  # noqa: E402
 
 from dpreg.experiments.studies import run_chunk  # noqa: E402
