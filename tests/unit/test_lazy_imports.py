@@ -22,6 +22,18 @@ from dpreg.experiments.claims import _CLAIM_SOURCES, CLAIM_CHECKS
 HEAVY = ("scipy.optimize", "scipy.stats", "numba", "matplotlib", "sklearn", "statsmodels")
 
 
+def _run(code: str) -> str:
+    """Run ``code`` in a new interpreter (this process's path); its standard output."""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
+    return out.stdout
+
+
 def _loaded(code: str) -> dict[str, list[str]]:
     """Run ``code`` in a new interpreter; the heavy and dpreg modules it loaded."""
     probe = (
@@ -29,14 +41,7 @@ def _loaded(code: str) -> dict[str, list[str]]:
         "print(json.dumps({'heavy': [m for m in %r if m in sys.modules],"
         " 'dpreg': sorted(m for m in sys.modules if m.startswith('dpreg.'))}))" % (HEAVY,)
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
-    return json.loads(out.stdout.splitlines()[-1])
+    return json.loads(_run(probe).splitlines()[-1])
 
 
 def test_import_dpreg_loads_no_solver():
@@ -133,14 +138,7 @@ def test_deferred_numpy_tool_modules_run_only_when_read():
         " numpy.f2py.__name__, 'numpy.f2py.crackfortran' in sys.modules,"
         " defer_numpy_tool_modules())"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
-    assert out.stdout.split() == [
+    assert _run(probe).split() == [
         "['numpy.f2py',",
         "'numpy.testing']",
         "[]",
