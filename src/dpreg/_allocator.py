@@ -33,7 +33,7 @@ def keep_freed_memory() -> bool:
     to that size). For the workflow's run jobs (``workflow/scripts/run_chunk.py``) and
     ``benchmarks/profile_job.py``, which measures jobs as the workflow runs them; a library
     user's process is never changed. The cost is memory held until the job ends: a peak
-    resident size up to about 15% higher where a job's large arrays come and go in
+    resident size up to about 16% higher where a job's large arrays come and go in
     different sizes (measured in docs/scaling.md).
 
     Returns
