@@ -15,6 +15,16 @@ from hypothesis import strategies as st
 import dpreg.data.regimes as regimes
 from dpreg.data.regime_kernel import project_rows, project_rows_reference
 
+#: Hypothesis strategies of a regime design's arguments.
+_DESIGNS = dict(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 300),
+    d=st.integers(1, 30),
+    covariance=st.sampled_from(["isotropic", "anisotropic"]),
+    noise=st.sampled_from(["gaussian", "student_t3"]),
+    sigma=st.sampled_from([0.0, 0.5, 3.0]),
+)
+
 
 @settings(max_examples=60, deadline=None)
 @given(
@@ -62,14 +72,7 @@ def test_projection_rejects_bad_bound(bound):
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(2, 300),
-    d=st.integers(1, 30),
-    covariance=st.sampled_from(["isotropic", "anisotropic"]),
-    noise=st.sampled_from(["gaussian", "student_t3"]),
-    sigma=st.sampled_from([0.0, 0.5, 3.0]),
-)
+@given(**_DESIGNS)
 def test_regime_draws_equal_the_reference_path(monkeypatch, seed, n, d, covariance, noise, sigma):
     kwargs = dict(
         n=n, d=d, n_test=7, covariance=covariance, condition_number=50.0, noise=noise,
@@ -112,14 +115,7 @@ def _draw_as_before(n, d, n_test, covariance, kappa, noise, sigma, seed):
 
 
 @settings(max_examples=30, deadline=None)
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(2, 300),
-    d=st.integers(1, 30),
-    covariance=st.sampled_from(["isotropic", "anisotropic"]),
-    noise=st.sampled_from(["gaussian", "student_t3"]),
-    sigma=st.sampled_from([0.0, 0.5, 3.0]),
-)
+@given(**_DESIGNS)
 def test_regime_rows_are_the_loaders_draws_and_theta(seed, n, d, covariance, noise, sigma):
     """regime_rows (one generator, no Dataset) draws the rows load_regime_split returns and
     regime_theta's vector, bit for bit, and both equal the draws as made before."""

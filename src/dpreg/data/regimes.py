@@ -112,9 +112,24 @@ def regime_theta(*, d: int, seed: int) -> np.ndarray:
     >>> float(np.linalg.norm(regime_theta(d=4, seed=0)))
     1.0
     """
-    rng = np.random.default_rng(_int(seed, "seed", 0))
-    theta = rng.standard_normal(_int(d, "d", 1))
+    return _unit_theta(np.random.default_rng(_int(seed, "seed", 0)), _int(d, "d", 1))
+
+
+def _unit_theta(rng: np.random.Generator, d: int) -> np.ndarray:
+    """Return the generator's next ``d`` standard normals, normalised (the design's theta)."""
+    theta = rng.standard_normal(d)
     return theta / np.linalg.norm(theta)
+
+
+def _design_options(
+    covariance: str, noise: str, condition_number: Any, sigma: Any
+) -> tuple[float, float]:
+    """Check a design's covariance and noise names; return its (kappa, sigma) as floats."""
+    if covariance not in COVARIANCES:
+        raise ValueError(f"covariance must be one of {COVARIANCES}; got {covariance!r}")
+    if noise not in NOISES:
+        raise ValueError(f"noise must be one of {NOISES}; got {noise!r}")
+    return _real(condition_number, "condition_number", 1.0), _real(sigma, "sigma", 0.0)
 
 
 def regime_bounds(*, d: int, sigma: float) -> tuple[float, float]:
@@ -154,15 +169,9 @@ def regime_rows(
     (True, (50, 3), (50,))
     """
     n, d = _int(n, "n", 1), _int(d, "d", 1)
-    if covariance not in COVARIANCES:
-        raise ValueError(f"covariance must be one of {COVARIANCES}; got {covariance!r}")
-    if noise not in NOISES:
-        raise ValueError(f"noise must be one of {NOISES}; got {noise!r}")
-    kappa = _real(condition_number, "condition_number", 1.0)
-    sigma = _real(sigma, "sigma", 0.0)
+    kappa, sigma = _design_options(covariance, noise, condition_number, sigma)
     rng = np.random.default_rng(_int(seed, "seed", 0))
-    theta = rng.standard_normal(d)  # regime_theta's draw, so the rows follow it
-    theta = theta / np.linalg.norm(theta)
+    theta = _unit_theta(rng, d)  # regime_theta's draw, so the rows follow it
     scales = np.ones(d)
     rotation = None
     if covariance == "anisotropic":
@@ -224,12 +233,7 @@ def load_regime_split(
     del fetcher
     n, d = _int(n, "n", 2), _int(d, "d", 1)
     n_test = max(n // 4, 1) if n_test is None else _int(n_test, "n_test", 1)
-    if covariance not in COVARIANCES:
-        raise ValueError(f"covariance must be one of {COVARIANCES}; got {covariance!r}")
-    if noise not in NOISES:
-        raise ValueError(f"noise must be one of {NOISES}; got {noise!r}")
-    kappa = _real(condition_number, "condition_number", 1.0)
-    sigma = _real(sigma, "sigma", 0.0)
+    kappa, sigma = _design_options(covariance, noise, condition_number, sigma)
     seed = _int(seed, "seed", 0)
     m = n + n_test
     _, X, y = regime_rows(
