@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from dpreg.estimators.registry import _BUILTIN_SOURCES as ESTIMATOR_SOURCES
 from dpreg.estimators.registry import BUILTIN_ESTIMATORS, ESTIMATORS
 from dpreg.experiments.claims import _CLAIM_SOURCES, CLAIM_CHECKS
 
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("scipy.optimize", "scipy.stats", "numba", "matplotlib", "sklearn", "statsmodels")
 
 
@@ -162,3 +164,24 @@ def test_every_job_script_importing_dpreg_experiments_defers_numpy_tools(repo_ro
             for heavy in ("import pandas", "from dpreg.experiments", "from dpreg.data")
             if heavy in text
         ), script.name
+
+
+def test_the_workflow_config_check_imports_no_signal_or_stats():
+    """The Snakefile's config check (every dry run, no-op rerun and SLURM job pays it) reads
+    kinds, loaders and estimator signatures: scipy.signal (~0.6 s) and scipy.stats (~0.3 s)
+    stay unloaded, and numpy's tool modules stay deferred (docs/scaling.md, "No-op rerun")."""
+    configs = [str(ROOT / "config" / name) for name in ("config.yaml", "smoke.yaml")]
+    code = (
+        "import sys, yaml\n"
+        "from dpreg._lazy import defer_numpy_tool_modules\n"
+        "defer_numpy_tool_modules()\n"
+        "from dpreg.config import check_config_references\n"
+        f"for path in {configs!r}:\n"
+        "    check_config_references(yaml.safe_load(open(path)))\n"
+        "print(sorted(m for m in ('scipy.signal', 'scipy.stats', 'numba', 'matplotlib')"
+        " if m in sys.modules))\n"
+        "print(type(sys.modules['numpy.f2py']).__name__)"
+    )
+    loaded, f2py_type = _run(code).splitlines()[-2:]
+    assert loaded == "[]"
+    assert f2py_type == "_LazyModule"

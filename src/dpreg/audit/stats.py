@@ -23,11 +23,11 @@ there cannot hide itself here. See ``docs/privacy.md`` ("Empirical privacy audit
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
 
 __all__ = [
     "GDPEstimate",
@@ -59,6 +59,8 @@ def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, f
         raise ValueError(f"need 0 <= successes <= trials and trials >= 1; got {k}, {n}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1); got {alpha!r}")
+    from scipy import stats  # imported on use: a config check builds the cases, not this
+
     lo = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k))
     return lo, hi
@@ -194,6 +196,8 @@ def gdp_delta(mu: float, epsilon: float) -> float:
         return 0.0
     if math.isinf(mu):
         return 1.0
+    from scipy import special
+
     a = special.log_ndtr(-epsilon / mu + mu / 2)
     b = epsilon + special.log_ndtr(-epsilon / mu - mu / 2)
     if b >= a:
@@ -216,11 +220,17 @@ def gdp_epsilon(mu: float, delta: float) -> float:
         hi *= 2.0
         if hi > 1e6:
             return math.inf
+    from scipy import optimize
+
     return float(optimize.brentq(lambda e: gdp_delta(mu, e) - delta, 0.0, hi, xtol=1e-12))
 
 
+@functools.lru_cache(maxsize=1024)
 def gdp_mu_from_approx_dp(epsilon: float, delta: float) -> float:
     """Largest mu such that mu-GDP is (epsilon, delta)-DP (inverts :func:`gdp_delta` in mu).
+
+    Remembered per ``(epsilon, delta)`` (a pure function of its public arguments): the
+    workflow's config check builds every audit cell's cases, each asking for the same claims.
 
     A Gaussian release certified (epsilon, delta)-DP by an exact calibration has exactly
     this mu; any larger audited mu contradicts the claim.
@@ -237,6 +247,8 @@ def gdp_mu_from_approx_dp(epsilon: float, delta: float) -> float:
         lo, hi = hi, hi * 2.0
         if hi > 1e6:
             return math.inf
+    from scipy import optimize
+
     return float(optimize.brentq(lambda m: gdp_delta(m, epsilon) - delta, lo, hi, xtol=1e-13))
 
 
@@ -301,6 +313,8 @@ def estimate_gdp_mu(
         raise ValueError("scores have zero variance: the release is not Gaussian")
     d = abs(float(s1.mean() - s0.mean())) / pooled
     se = math.sqrt(1 / n0 + 1 / n1 + d * d / (2 * (n0 + n1)))
+    from scipy import stats
+
     z = float(stats.norm.ppf(1 - alpha / 2))
     return GDPEstimate(
         mu=d,

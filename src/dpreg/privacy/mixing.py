@@ -34,7 +34,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import special
 
 from dpreg.privacy._bounded_min import minimize_bounded
 
@@ -73,6 +72,8 @@ def mixing_rdp(alpha: np.ndarray | float, k: float, gamma: float) -> np.ndarray:
 
 def _mixing_objective(s: np.ndarray, k: float, gamma: float, log_inv_delta: float) -> np.ndarray:
     """Evaluate phi + the CKS conversion term at alpha = 1 + (gamma - 1) expit(s), stably."""
+    from scipy import special  # on use: a config check reads the signatures only
+
     s = np.asarray(s, dtype=np.float64)
     log_u = special.log_expit(s)
     log_1mu = special.log_expit(-s)
@@ -129,6 +130,8 @@ def mixing_epsilon(
         )
         if fun < best:
             best, best_s = fun, x
+    from scipy import special
+
     alpha = 1.0 + (gamma - 1.0) * float(special.expit(best_s))
     return max(best, 0.0), alpha
 

@@ -51,7 +51,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import lfilter
 
 from dpreg.theory.ftrl import _eigs, gaussian_kurtosis_constants
 from dpreg.theory.ftrl_finite_time import _nonnegative, _positive
@@ -284,6 +283,10 @@ def lemma_d10_bound(
     r2, _ = gaussian_kurtosis_constants(lam)
     if eta * r2 > 1.0:
         raise ValueError(f"eta must be <= 1/R^2 = {1.0 / r2:.6g}; got eta={eta!r}")
+    # scipy.signal costs ~0.6 s to import, and only this bound needs it: imported here, so
+    # that a config check or a job that never draws Appendix D's bounds does not pay it.
+    from scipy.signal import lfilter
+
     root_a = math.sqrt(_contraction(lam, eta))
     # s_tau = sum_k |b_k| a^{(tau-k)/2} = root_a * s_{tau-1} + |b_tau|: a first-order filter
     s = lfilter([1.0], [1.0, -root_a], b)
