@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from dpreg.estimators._bits import same_bits
 from dpreg.estimators.dpgd_kernel import FUSED_NARROW_D, _fused_kernel
 
 __all__ = ["tiled_pass"]
@@ -68,10 +69,7 @@ def _checked() -> Any:
             G, c = np.empty_like(G_ref), np.empty_like(c_ref)
             narrow(AT, XBT, E, row_start, G_ref, c_ref)
             fused_narrow_tiled(AT, XBT, E, row_start, G, c, tile)
-            if not (
-                np.array_equal(G.view(np.uint64), G_ref.view(np.uint64))
-                and np.array_equal(c, c_ref)
-            ):
+            if not (same_bits(G, G_ref) and same_bits(c, c_ref)):
                 return None
 
     def run(AT, XBT, E, row_start, G, count):

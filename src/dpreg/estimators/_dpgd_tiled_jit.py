@@ -190,68 +190,97 @@ def vcount_ne(typingctx, u, w):
 
 # ------------------------------------------------------------------ the kernel
 
+# The operations on a group of eight rows are written once, in _steps, for two chains
+# side by side (each row vector loaded once for both); _two_chains runs it for chains j
+# and j + 1, _one_chain for chain j twice: the second copy's operations are the first's
+# on the same values, and LLVM folds them away (with this numba and LLVM both loops
+# compile to the instructions of the former hand-written _one_chain and _two_chains,
+# read off their assembly; docs/scaling.md, session 26). The helpers are inlined
+# (inline="always"), so every value stays in a register as in one written-out loop.
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _splat(E, j):  # pragma: no cover
+    # chain j's parameter, each entry in all eight lanes
+    return (
+        vsplat(E[j, 0]), vsplat(E[j, 1]), vsplat(E[j, 2]), vsplat(E[j, 3]),
+        vsplat(E[j, 4]), vsplat(E[j, 5]), vsplat(E[j, 6]), vsplat(E[j, 7]),
+        vsplat(E[j, 8]), vsplat(E[j, 9]), vsplat(E[j, 10]),
+    )  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _load_sums(acc, base):  # pragma: no cover
+    # a chain's ten vector sums, kept in acc between tiles
+    return (
+        vload(acc, base + 0 * LANES), vload(acc, base + 1 * LANES),
+        vload(acc, base + 2 * LANES), vload(acc, base + 3 * LANES),
+        vload(acc, base + 4 * LANES), vload(acc, base + 5 * LANES),
+        vload(acc, base + 6 * LANES), vload(acc, base + 7 * LANES),
+        vload(acc, base + 8 * LANES), vload(acc, base + 9 * LANES),
+    )  # fmt: skip
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _store_sums(acc, base, g):  # pragma: no cover
+    for k in range(SUMS):  # unrolled by LLVM
+        vstore(acc, base + k * LANES, g[k])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _steps(At, Xt, n, p, e, f, g, h):  # pragma: no cover
+    # rows p .. p + 7 for two chains (parameters e, f; sums g, h), each row vector loaded
+    # once for both: each residual fma(a_0, e_0, a_1 e_1), then fma(a_k, e_k, .) for
+    # k = 2 .. 10; the clip; each sum fma(xb_k, w, .)
+    x0 = vload(At, p)
+    x1 = vload(At, n + p)
+    u = vfma(x0, e[0], vmul(x1, e[1]))
+    v = vfma(x0, f[0], vmul(x1, f[1]))
+    for k in range(2, ENTRIES):  # unrolled by LLVM (e[k], f[k]: fixed tuple entries)
+        x = vload(At, k * n + p)
+        u = vfma(x, e[k], u)
+        v = vfma(x, f[k], v)
+    w = vclip(u)
+    z = vclip(v)
+    dj = vcount_ne(u, w)  # here, not after the sums: u and v live on would cost two
+    dk = vcount_ne(v, z)  # more spilled operands per step (read off the assembly)
+    x = vload(Xt, 0 * n + p)
+    g0, h0 = vfma(x, w, g[0]), vfma(x, z, h[0])
+    x = vload(Xt, 1 * n + p)
+    g1, h1 = vfma(x, w, g[1]), vfma(x, z, h[1])
+    x = vload(Xt, 2 * n + p)
+    g2, h2 = vfma(x, w, g[2]), vfma(x, z, h[2])
+    x = vload(Xt, 3 * n + p)
+    g3, h3 = vfma(x, w, g[3]), vfma(x, z, h[3])
+    x = vload(Xt, 4 * n + p)
+    g4, h4 = vfma(x, w, g[4]), vfma(x, z, h[4])
+    x = vload(Xt, 5 * n + p)
+    g5, h5 = vfma(x, w, g[5]), vfma(x, z, h[5])
+    x = vload(Xt, 6 * n + p)
+    g6, h6 = vfma(x, w, g[6]), vfma(x, z, h[6])
+    x = vload(Xt, 7 * n + p)
+    g7, h7 = vfma(x, w, g[7]), vfma(x, z, h[7])
+    x = vload(Xt, 8 * n + p)
+    g8, h8 = vfma(x, w, g[8]), vfma(x, z, h[8])
+    x = vload(Xt, 9 * n + p)
+    g9, h9 = vfma(x, w, g[9]), vfma(x, z, h[9])
+    g = (g0, g1, g2, g3, g4, g5, g6, g7, g8, g9)
+    h = (h0, h1, h2, h3, h4, h5, h6, h7, h8, h9)
+    return dj, dk, g, h
+
 
 @numba.njit(cache=True, nogil=True)
 def _one_chain(At, Xt, E, acc, n, j, p, lim, pos, c):  # pragma: no cover
     # chain j's whole groups of eight from row p up to lim, its lanes in acc
-    e0 = vsplat(E[j, 0])
-    e1 = vsplat(E[j, 1])
-    e2 = vsplat(E[j, 2])
-    e3 = vsplat(E[j, 3])
-    e4 = vsplat(E[j, 4])
-    e5 = vsplat(E[j, 5])
-    e6 = vsplat(E[j, 6])
-    e7 = vsplat(E[j, 7])
-    e8 = vsplat(E[j, 8])
-    e9 = vsplat(E[j, 9])
-    e10 = vsplat(E[j, 10])
+    e = _splat(E, j)
     base = j * SUMS * LANES
-    g0 = vload(acc, base + 0 * LANES)
-    g1 = vload(acc, base + 1 * LANES)
-    g2 = vload(acc, base + 2 * LANES)
-    g3 = vload(acc, base + 3 * LANES)
-    g4 = vload(acc, base + 4 * LANES)
-    g5 = vload(acc, base + 5 * LANES)
-    g6 = vload(acc, base + 6 * LANES)
-    g7 = vload(acc, base + 7 * LANES)
-    g8 = vload(acc, base + 8 * LANES)
-    g9 = vload(acc, base + 9 * LANES)
+    g = _load_sums(acc, base)
     cj = 0
     while p < lim:
-        u = vmul(vload(At, n + p), e1)
-        u = vfma(vload(At, p), e0, u)
-        u = vfma(vload(At, 2 * n + p), e2, u)
-        u = vfma(vload(At, 3 * n + p), e3, u)
-        u = vfma(vload(At, 4 * n + p), e4, u)
-        u = vfma(vload(At, 5 * n + p), e5, u)
-        u = vfma(vload(At, 6 * n + p), e6, u)
-        u = vfma(vload(At, 7 * n + p), e7, u)
-        u = vfma(vload(At, 8 * n + p), e8, u)
-        u = vfma(vload(At, 9 * n + p), e9, u)
-        u = vfma(vload(At, 10 * n + p), e10, u)
-        w = vclip(u)
-        cj += vcount_ne(u, w)
-        g0 = vfma(vload(Xt, 0 * n + p), w, g0)
-        g1 = vfma(vload(Xt, 1 * n + p), w, g1)
-        g2 = vfma(vload(Xt, 2 * n + p), w, g2)
-        g3 = vfma(vload(Xt, 3 * n + p), w, g3)
-        g4 = vfma(vload(Xt, 4 * n + p), w, g4)
-        g5 = vfma(vload(Xt, 5 * n + p), w, g5)
-        g6 = vfma(vload(Xt, 6 * n + p), w, g6)
-        g7 = vfma(vload(Xt, 7 * n + p), w, g7)
-        g8 = vfma(vload(Xt, 8 * n + p), w, g8)
-        g9 = vfma(vload(Xt, 9 * n + p), w, g9)
+        dj, _, g, _ = _steps(At, Xt, n, p, e, e, g, g)  # the copy folded away
+        cj += dj
         p += LANES
-    vstore(acc, base + 0 * LANES, g0)
-    vstore(acc, base + 1 * LANES, g1)
-    vstore(acc, base + 2 * LANES, g2)
-    vstore(acc, base + 3 * LANES, g3)
-    vstore(acc, base + 4 * LANES, g4)
-    vstore(acc, base + 5 * LANES, g5)
-    vstore(acc, base + 6 * LANES, g6)
-    vstore(acc, base + 7 * LANES, g7)
-    vstore(acc, base + 8 * LANES, g8)
-    vstore(acc, base + 9 * LANES, g9)
+    _store_sums(acc, base, g)
     pos[j] = p
     c[j] += cj
 
@@ -259,140 +288,20 @@ def _one_chain(At, Xt, E, acc, n, j, p, lim, pos, c):  # pragma: no cover
 @numba.njit(cache=True, nogil=True)
 def _two_chains(At, Xt, E, acc, n, j, p, lim, pos, c):  # pragma: no cover
     # chains j and j + 1 from the same row p up to the same lim: each row vector is
-    # loaded once for both (each chain's operations as in _one_chain)
-    e0 = vsplat(E[j, 0])
-    e1 = vsplat(E[j, 1])
-    e2 = vsplat(E[j, 2])
-    e3 = vsplat(E[j, 3])
-    e4 = vsplat(E[j, 4])
-    e5 = vsplat(E[j, 5])
-    e6 = vsplat(E[j, 6])
-    e7 = vsplat(E[j, 7])
-    e8 = vsplat(E[j, 8])
-    e9 = vsplat(E[j, 9])
-    e10 = vsplat(E[j, 10])
-    f0 = vsplat(E[j + 1, 0])
-    f1 = vsplat(E[j + 1, 1])
-    f2 = vsplat(E[j + 1, 2])
-    f3 = vsplat(E[j + 1, 3])
-    f4 = vsplat(E[j + 1, 4])
-    f5 = vsplat(E[j + 1, 5])
-    f6 = vsplat(E[j + 1, 6])
-    f7 = vsplat(E[j + 1, 7])
-    f8 = vsplat(E[j + 1, 8])
-    f9 = vsplat(E[j + 1, 9])
-    f10 = vsplat(E[j + 1, 10])
+    # loaded once for both (each chain's operations are those of _one_chain)
+    e, f = _splat(E, j), _splat(E, j + 1)
     base = j * SUMS * LANES
     other = base + SUMS * LANES
-    g0 = vload(acc, base + 0 * LANES)
-    g1 = vload(acc, base + 1 * LANES)
-    g2 = vload(acc, base + 2 * LANES)
-    g3 = vload(acc, base + 3 * LANES)
-    g4 = vload(acc, base + 4 * LANES)
-    g5 = vload(acc, base + 5 * LANES)
-    g6 = vload(acc, base + 6 * LANES)
-    g7 = vload(acc, base + 7 * LANES)
-    g8 = vload(acc, base + 8 * LANES)
-    g9 = vload(acc, base + 9 * LANES)
-    h0 = vload(acc, other + 0 * LANES)
-    h1 = vload(acc, other + 1 * LANES)
-    h2 = vload(acc, other + 2 * LANES)
-    h3 = vload(acc, other + 3 * LANES)
-    h4 = vload(acc, other + 4 * LANES)
-    h5 = vload(acc, other + 5 * LANES)
-    h6 = vload(acc, other + 6 * LANES)
-    h7 = vload(acc, other + 7 * LANES)
-    h8 = vload(acc, other + 8 * LANES)
-    h9 = vload(acc, other + 9 * LANES)
+    g, h = _load_sums(acc, base), _load_sums(acc, other)
     cj = 0
     ck = 0
     while p < lim:
-        x0 = vload(At, p)
-        x1 = vload(At, n + p)
-        u = vfma(x0, e0, vmul(x1, e1))
-        v = vfma(x0, f0, vmul(x1, f1))
-        x = vload(At, 2 * n + p)
-        u = vfma(x, e2, u)
-        v = vfma(x, f2, v)
-        x = vload(At, 3 * n + p)
-        u = vfma(x, e3, u)
-        v = vfma(x, f3, v)
-        x = vload(At, 4 * n + p)
-        u = vfma(x, e4, u)
-        v = vfma(x, f4, v)
-        x = vload(At, 5 * n + p)
-        u = vfma(x, e5, u)
-        v = vfma(x, f5, v)
-        x = vload(At, 6 * n + p)
-        u = vfma(x, e6, u)
-        v = vfma(x, f6, v)
-        x = vload(At, 7 * n + p)
-        u = vfma(x, e7, u)
-        v = vfma(x, f7, v)
-        x = vload(At, 8 * n + p)
-        u = vfma(x, e8, u)
-        v = vfma(x, f8, v)
-        x = vload(At, 9 * n + p)
-        u = vfma(x, e9, u)
-        v = vfma(x, f9, v)
-        x = vload(At, 10 * n + p)
-        u = vfma(x, e10, u)
-        v = vfma(x, f10, v)
-        w = vclip(u)
-        z = vclip(v)
-        cj += vcount_ne(u, w)
-        ck += vcount_ne(v, z)
-        x = vload(Xt, 0 * n + p)
-        g0 = vfma(x, w, g0)
-        h0 = vfma(x, z, h0)
-        x = vload(Xt, 1 * n + p)
-        g1 = vfma(x, w, g1)
-        h1 = vfma(x, z, h1)
-        x = vload(Xt, 2 * n + p)
-        g2 = vfma(x, w, g2)
-        h2 = vfma(x, z, h2)
-        x = vload(Xt, 3 * n + p)
-        g3 = vfma(x, w, g3)
-        h3 = vfma(x, z, h3)
-        x = vload(Xt, 4 * n + p)
-        g4 = vfma(x, w, g4)
-        h4 = vfma(x, z, h4)
-        x = vload(Xt, 5 * n + p)
-        g5 = vfma(x, w, g5)
-        h5 = vfma(x, z, h5)
-        x = vload(Xt, 6 * n + p)
-        g6 = vfma(x, w, g6)
-        h6 = vfma(x, z, h6)
-        x = vload(Xt, 7 * n + p)
-        g7 = vfma(x, w, g7)
-        h7 = vfma(x, z, h7)
-        x = vload(Xt, 8 * n + p)
-        g8 = vfma(x, w, g8)
-        h8 = vfma(x, z, h8)
-        x = vload(Xt, 9 * n + p)
-        g9 = vfma(x, w, g9)
-        h9 = vfma(x, z, h9)
+        dj, dk, g, h = _steps(At, Xt, n, p, e, f, g, h)
+        cj += dj
+        ck += dk
         p += LANES
-    vstore(acc, base + 0 * LANES, g0)
-    vstore(acc, base + 1 * LANES, g1)
-    vstore(acc, base + 2 * LANES, g2)
-    vstore(acc, base + 3 * LANES, g3)
-    vstore(acc, base + 4 * LANES, g4)
-    vstore(acc, base + 5 * LANES, g5)
-    vstore(acc, base + 6 * LANES, g6)
-    vstore(acc, base + 7 * LANES, g7)
-    vstore(acc, base + 8 * LANES, g8)
-    vstore(acc, base + 9 * LANES, g9)
-    vstore(acc, other + 0 * LANES, h0)
-    vstore(acc, other + 1 * LANES, h1)
-    vstore(acc, other + 2 * LANES, h2)
-    vstore(acc, other + 3 * LANES, h3)
-    vstore(acc, other + 4 * LANES, h4)
-    vstore(acc, other + 5 * LANES, h5)
-    vstore(acc, other + 6 * LANES, h6)
-    vstore(acc, other + 7 * LANES, h7)
-    vstore(acc, other + 8 * LANES, h8)
-    vstore(acc, other + 9 * LANES, h9)
+    _store_sums(acc, base, g)
+    _store_sums(acc, other, h)
     pos[j] = p
     pos[j + 1] = p
     c[j] += cj

@@ -25,6 +25,8 @@ from functools import cache
 
 import numpy as np
 
+from dpreg.estimators._bits import same_bits
+
 __all__ = ["available", "data_steps_numpy_order"]
 
 
@@ -74,13 +76,9 @@ def available(reference: Callable[..., tuple[np.ndarray, np.ndarray]]) -> bool:
             path_b = np.empty((trials, epochs * S, d))
             ta, ca = reference(X, y, order, theta0.copy(), path=path_a, **kwargs)
             tb, cb = _run(X, y, order, theta0.copy(), path=path_b, **kwargs)
-            if not (_same_bits(ta, tb) and _same_bits(path_a, path_b) and _same_bits(ca, cb)):
+            if not (same_bits(ta, tb) and same_bits(path_a, path_b) and same_bits(ca, cb)):
                 return False
     return True
-
-
-def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and bool(np.array_equal(a.view(np.int64), b.view(np.int64)))
 
 
 def data_steps_numpy_order(

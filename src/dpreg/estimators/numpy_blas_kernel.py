@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from dpreg.estimators._bits import same_bits
+
 __all__ = ["ROW_MAJOR", "COL_MAJOR", "NO_TRANS", "TRANS", "blas_available", "intrinsics"]
 
 ROW_MAJOR, COL_MAJOR, NO_TRANS, TRANS = 101, 102, 111, 112
@@ -254,14 +256,14 @@ def blas_available() -> bool:
         check(a, b, A, B, dot, mv, mm, mat)
         expected = (np.dot(a, b), np.dot(A, b), np.matmul(A, b), np.dot(A, B))
         for got, want in zip((dot[0], mv, mm, mat), expected, strict=True):
-            if np.asarray(got).tobytes() != np.asarray(want).tobytes():
+            if not same_bits(got, want):
                 return False
     x = rng.normal(size=64) * 10.0 ** rng.uniform(-30, 30, size=64)
     powers = powers_kernel(x)
     scalars = [np.float64(v) for v in x]  # scalar powers (an array's ** 2 is a square)
     expected = np.array([[v**2 for v in scalars], [v**3 for v in scalars],
                          [abs(v) ** 0.5 for v in scalars]])  # fmt: skip
-    return bool(powers.tobytes() == expected.tobytes())
+    return same_bits(powers, expected)
 
 
 def _check(a, b, A, B, dot, mv, mm, mat):
