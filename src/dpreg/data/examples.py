@@ -25,6 +25,8 @@ Examples
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -52,10 +54,39 @@ def _fair() -> pd.DataFrame:
     return fair.load_pandas().data
 
 
-def _mroz() -> pd.DataFrame:
-    from linearmodels.datasets import mroz
+#: How :func:`_mroz` reads the data: ``"file"`` reads linearmodels' data file itself,
+#: ``"package"`` (the reference) calls ``linearmodels.datasets.mroz.load()``.
+_MROZ_LOAD = "file"
 
-    frame = mroz.load()
+#: The file ``linearmodels.datasets.mroz.load()`` reads, inside the linearmodels package.
+_MROZ_FILE = ("datasets", "mroz", "mroz.csv.bz2")
+
+
+def _mroz_file() -> str | None:
+    """Return the path of linearmodels' Mroz data file without importing linearmodels.
+
+    ``import linearmodels`` loads SciPy, statsmodels' formula stack and its estimators
+    (about 1 s of CPU in the ``export_example_table`` job; docs/scaling.md) only to read a
+    CSV file the package ships. ``None`` when the package or the file is not found where
+    a regular install puts it (then :func:`_mroz` imports the package).
+    """
+    spec = importlib.util.find_spec("linearmodels")  # locates, does not execute, it
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, *_MROZ_FILE)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _mroz() -> pd.DataFrame:
+    path = _mroz_file() if _MROZ_LOAD == "file" else None
+    if path is not None:
+        # linearmodels.datasets.load(__file__, "mroz.csv.bz2"): the same call on the same file
+        frame = pd.read_csv(path, compression="bz2")
+    else:
+        from linearmodels.datasets import mroz
+
+        frame = mroz.load()
     # lwage is defined only for the women in the labour force in 1975 (inlf = 1): the
     # wage sample of Mroz (1987), a selection by a published rule, not by the values.
     return frame[frame["inlf"] == 1]

@@ -1,6 +1,8 @@
 """Cheaper matplotlib work in a figure job: no artist docstrings, one mathtext parse per key.
 
-Two changes for the workflow's figure jobs (``workflow/scripts/study_table.py``,
+Also seaborn's heatmap laid out, not rasterized, when it measures its tick labels.
+
+Changes for the workflow's figure jobs (``workflow/scripts/study_table.py``,
 ``study_view_figure.py``), each a one-process change that leaves every PNG and PDF byte
 the same (``tests/unit/test_figure_job.py``; docs/scaling.md, "Cost of a paper-scale
 run"). A library user's process is never changed. This module imports no matplotlib at
@@ -121,4 +123,56 @@ def share_mathtext_parses() -> bool:
     _parse_shared._dpreg_shared = True  # type: ignore[attr-defined]
     _parse_shared.__wrapped__ = parse  # type: ignore[attr-defined]
     MathTextParser._parse_cached = _parse_shared  # type: ignore[method-assign]
+    return True
+
+
+def layout_only_heatmap_draws() -> bool:
+    """Let seaborn's ``heatmap`` lay the figure out without rasterizing it.
+
+    To decide whether its tick labels overlap (then it rotates them), each
+    ``seaborn.heatmap`` call draws the whole figure (``seaborn.utils._draw_figure``:
+    ``fig.canvas.draw()``), every panel drawn so far included, and then reads the labels'
+    window extents. The extents come from the layout (tick positions, text metrics of the
+    canvas's renderer), not from the pixels, so this makes that draw
+    ``Figure.draw_without_rendering()``: the same ``Figure.draw`` with the same renderer,
+    its ``draw_*`` calls disabled. The saved PNG and PDF are drawn afresh by ``savefig``
+    and come out byte-identical (``tests/unit/test_figure_job.py``); the benchmark's
+    ``heatmap`` view figure job (``workflow/scripts/study_view_figure.py``) saves about
+    20% of its CPU (docs/scaling.md). A library user's process is never changed. Call it
+    after :func:`dpreg.plotting.studies.import_seaborn_without_scipy` (it imports
+    seaborn).
+
+    Returns
+    -------
+    bool
+        Whether the change was made (not when it already is, nor when this seaborn or
+        matplotlib lacks the hook or ``Figure.draw_without_rendering``).
+
+    Examples
+    --------
+    >>> import subprocess, sys
+    >>> code = (
+    ...     "from dpreg.plotting.figure_job import layout_only_heatmap_draws;"
+    ...     "print(layout_only_heatmap_draws(), layout_only_heatmap_draws())"
+    ... )
+    >>> print(subprocess.run([sys.executable, "-c", code], capture_output=True,
+    ...                      text=True, check=True).stdout.strip())
+    True False
+    """
+    import seaborn.matrix
+    from matplotlib.figure import Figure
+
+    draw = getattr(seaborn.matrix, "_draw_figure", None)
+    # A private helper of seaborn 0.12-0.13: a release without it keeps its own draw.
+    if not callable(draw) or not callable(getattr(Figure, "draw_without_rendering", None)):
+        return False
+    if getattr(draw, "_dpreg_layout_only", False):
+        return False
+
+    def _draw_layout(fig: Any) -> None:
+        fig.draw_without_rendering()
+
+    _draw_layout._dpreg_layout_only = True  # type: ignore[attr-defined]
+    _draw_layout.__wrapped__ = draw  # type: ignore[attr-defined]
+    seaborn.matrix._draw_figure = _draw_layout  # type: ignore[attr-defined]
     return True
