@@ -1,8 +1,11 @@
 """Aggregate a study's trials into its tidy table, then draw its figure from that table."""
 
+import gc
 import sys
 
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821
+# No collection while the modules are imported: they are collected once, then frozen.
+gc.disable()
 
 # SciPy (through its array-API layer) would execute numpy.f2py and numpy.testing: deferred.
 from dpreg._lazy import defer_numpy_tool_modules  # noqa: E402
@@ -16,6 +19,7 @@ defer_artist_set_docstrings()
 
 import pandas as pd  # noqa: E402
 
+from dpreg._collector import YOUNG_THRESHOLD, freeze_survivors  # noqa: E402
 from dpreg.experiments.studies import summarise_study  # noqa: E402
 from dpreg.io import (  # noqa: E402
     read_artifact_parquet,
@@ -36,6 +40,9 @@ import_seaborn_without_scipy()
 defer_pdf_font_subsetting()
 # Each mathtext label (log-axis ticks) is parsed once per dpi, not once per renderer.
 share_mathtext_parses()
+# The imported modules live until the job ends: no later collection walks them again, and
+# the youngest generation is collected less often (docs/scaling.md; same outputs).
+freeze_survivors(YOUNG_THRESHOLD, collect=True)
 
 params = snakemake.params.study  # noqa: F821
 # a damaged chunk is named with how to rebuild it, not left to pyarrow's message
@@ -57,3 +64,5 @@ from dpreg.plotting.studies import save_figure  # noqa: E402
 written = pd.read_csv(snakemake.output.csv)  # noqa: F821
 figure = draw_study_figure(params["kind"], written, title=params["title"])
 save_figure(figure, snakemake.output.png, snakemake.output.pdf)  # noqa: F821
+# Everything is written: the interpreter's teardown skips rescanning what is left alive.
+freeze_survivors()
