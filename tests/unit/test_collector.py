@@ -127,3 +127,13 @@ def test_the_table_job_pauses_then_freezes_its_collector(repo_root):
     assert freeze < text.find("params = snakemake")  # after the imports, before the work
     last = ast.parse(text).body[-1]
     assert ast.unparse(last) == "freeze_survivors()"  # after the last output is written
+
+
+def test_every_job_script_freezes_its_collector_last(repo_root):
+    """Each workflow job ends with ``freeze_survivors()`` once its outputs are written, so
+    the interpreter's teardown does not walk the heap again (docs/scaling.md)."""
+    scripts = sorted((repo_root / "workflow/scripts").glob("*.py"))
+    assert len(scripts) >= 10
+    for path in scripts:
+        last = ast.parse(path.read_text()).body[-1]
+        assert ast.unparse(last) == "freeze_survivors()", path.name

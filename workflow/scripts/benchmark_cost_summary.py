@@ -29,3 +29,9 @@ write_markdown(
     title=f"{params['title']}: seconds per fit (one thread) beside accuracy at"
     f" epsilon = {params['epsilon']:g}",
 )
+
+# Every output is written: the interpreter's teardown does not rescan the objects left
+# alive (dpreg._collector; ~0.1-0.35 s of CPU per job, docs/scaling.md).
+from dpreg._collector import freeze_survivors  # noqa: E402
+
+freeze_survivors()

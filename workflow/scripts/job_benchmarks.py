@@ -16,3 +16,9 @@ tsvs = [
 ]
 table = job_benchmark_table({"run_chunk": [p for p in tsvs if p.is_file()]})
 write_csv(table, snakemake.output[0])  # noqa: F821
+
+# Every output is written: the interpreter's teardown does not rescan the objects left
+# alive (dpreg._collector; ~0.1-0.35 s of CPU per job, docs/scaling.md).
+from dpreg._collector import freeze_survivors  # noqa: E402
+
+freeze_survivors()

@@ -52,3 +52,9 @@ for rows, table, meta_path in parts:
 from dpreg.experiments.references import reference_summary  # noqa: E402
 
 write_json(reference_summary(read_prepared_table(output.table)), output.reference)
+
+# Every output is written: the interpreter's teardown does not rescan the objects left
+# alive (dpreg._collector; ~0.1-0.35 s of CPU per job, docs/scaling.md).
+from dpreg._collector import freeze_survivors  # noqa: E402
+
+freeze_survivors()
