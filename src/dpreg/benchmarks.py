@@ -12,11 +12,17 @@ and other columns. :func:`job_benchmark_table` turns any set of such files into 
 per rule: number of jobs, total and largest wall time, the slowest job, peak resident
 memory (``max_rss``) and the job that reached it. These are measurements of a run on
 some machine, for reports, never inputs to a result.
+
+The workflow's run jobs write such a file themselves (:func:`write_process_benchmark`,
+one record measured by the process at its end) instead of using the directive, whose
+samples miss what happens between them (docs/scaling.md).
 """
 
 from __future__ import annotations
 
+import datetime
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -268,3 +274,100 @@ def job_benchmark_table(
         A file that is not a Snakemake benchmark TSV (see :func:`read_benchmark_file`).
     """
     return summarise_job_benchmarks(job_benchmarks(paths, rule_of=rule_of), total=total)
+
+
+def _process_seconds() -> float:
+    """Wall seconds since this process started (Linux ``/proc``), else NaN."""
+    try:
+        with open("/proc/self/stat") as fh:  # field 22: start time, clock ticks after boot
+            started = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return math.nan
+    return max(uptime - started / os.sysconf("SC_CLK_TCK"), 0.0)
+
+
+def _io_megabytes() -> tuple[float, float]:
+    """Bytes this process read from and wrote to storage, in MB (``/proc/self/io``)."""
+    try:
+        with open("/proc/self/io") as fh:
+            fields = dict(line.split(": ") for line in fh.read().splitlines())
+        return int(fields["read_bytes"]) / 2**20, int(fields["write_bytes"]) / 2**20
+    except (OSError, ValueError, KeyError):
+        return math.nan, math.nan
+
+
+def process_usage() -> dict[str, float | str]:
+    """Return this process's usage so far, as a record of Snakemake's benchmark file.
+
+    Measured by the process itself, at the end of a workflow job, instead of sampled by
+    Snakemake's ``benchmark:`` directive. The directive polls the job every 0.5 s for 15 s,
+    then every 30 s, so it misses what happens between samples (a 1 s job was recorded with
+    the 6 MB and 0.2 s of CPU of its interpreter's first instants; a 73 s job with the CPU
+    seconds of its last sample, 44 s), and each sample reads the job's memory map in the
+    main Snakemake process, about 0.15 s of CPU per long job (docs/scaling.md). Here:
+    ``s`` the wall seconds since the process started, ``max_rss`` the peak resident memory
+    (``getrusage``'s ``ru_maxrss``, MiB), ``io_in``/``io_out`` from ``/proc/self/io`` (MiB),
+    ``cpu_time`` the user + system seconds of the process and its waited-for children, and
+    ``mean_load`` = 100 ``cpu_time`` / ``s``. ``max_vms``, ``max_uss`` and ``max_pss``
+    are not measured (``NA``).
+
+    Examples
+    --------
+    >>> usage = process_usage()
+    >>> sorted(usage) == sorted(SNAKEMAKE_COLUMNS), usage["max_rss"] > 1, usage["max_uss"]
+    (True, True, 'NA')
+    """
+    import resource  # POSIX only: imported where it is used
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    seconds = _process_seconds()
+    io_in, io_out = _io_megabytes()
+    whole = int(seconds) if math.isfinite(seconds) else 0
+    return {
+        "s": seconds,
+        "h:m:s": str(datetime.timedelta(seconds=whole)),
+        "max_rss": max(own.ru_maxrss, children.ru_maxrss) / 1024,  # KiB on Linux
+        "max_vms": "NA",
+        "max_uss": "NA",
+        "max_pss": "NA",
+        "io_in": io_in,
+        "io_out": io_out,
+        "mean_load": 100.0 * cpu / seconds if seconds > 0 else math.nan,
+        "cpu_time": cpu,
+    }
+
+
+def write_process_benchmark(path: PathLike) -> Path:
+    """Write :func:`process_usage` to ``path`` as a Snakemake benchmark TSV (one record).
+
+    A workflow job calls this once its outputs are written (``workflow/scripts/run_chunk.py``);
+    :func:`read_benchmark_file` and :func:`job_benchmark_table` read the file as they read
+    Snakemake's own. Written to a temporary file and renamed into place.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = write_process_benchmark(Path(tempfile.mkdtemp()) / "job.tsv")
+    >>> frame = read_benchmark_file(path)
+    >>> list(frame.columns) == list(SNAKEMAKE_COLUMNS), bool(frame["cpu_time"].iloc[0] > 0)
+    (True, True)
+    """
+    usage = process_usage()
+
+    def cell(value: float | str) -> str:
+        if isinstance(value, str):
+            return value
+        return "NA" if math.isnan(value) else f"{value:.2f}"
+
+    text = "\t".join(SNAKEMAKE_COLUMNS) + "\n"
+    text += "\t".join(cell(usage[c]) for c in SNAKEMAKE_COLUMNS) + "\n"
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, dest)
+    return dest

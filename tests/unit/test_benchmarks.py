@@ -137,3 +137,36 @@ def test_a_single_path_is_refused(tmp_path):
     path = _write(tmp_path / "benchmarks/runs/a.tsv", _record(1.0, 10.0))
     with pytest.raises(ValueError, match="list of benchmark files"):
         job_benchmark_table(path)
+
+
+def test_a_job_measures_its_own_peak_memory_and_cpu(tmp_path):
+    """write_process_benchmark records the process's true peak and CPU (what Snakemake's
+    sampling directive missed), in a file the job tables read like Snakemake's."""
+    import datetime
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "benchmarks" / "runs" / "s" / "job~000.tsv"
+    code = (
+        "import time, numpy as np\n"
+        "from dpreg.benchmarks import write_process_benchmark\n"
+        "a = np.ones(40_000_000); del a\n"  # a 320 MB peak, freed before the record
+        "t = time.process_time()\n"
+        "while time.process_time() - t < 0.3: pass\n"
+        f"write_process_benchmark({str(path)!r})\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
+    record = read_benchmark_file(path).iloc[0]
+    assert record["max_rss"] >= 305  # MiB: the freed array's peak is kept
+    assert record["cpu_time"] >= 0.3
+    assert record["s"] >= record["cpu_time"] - 0.05  # one thread: wall >= CPU
+    assert math.isnan(record["max_uss"])
+    assert record["h:m:s"] == str(datetime.timedelta(seconds=int(record["s"])))
+    assert not list(path.parent.glob(".*.tmp"))
+    table = job_benchmark_table({"run_chunk": [path]})
+    assert table.loc[table["rule"] == "run_chunk", "max_rss_mb"].item() == record["max_rss"]

@@ -52,7 +52,12 @@ for chunk in run["chunks"]:
     )
 runs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 runs.insert(0, "study", snakemake.wildcards.study)  # noqa: F821
-write_trial_rows(runs, snakemake.output[0])  # noqa: F821
+write_trial_rows(runs, snakemake.output.rows)  # noqa: F821
+
+# The job's own wall time, CPU and peak memory, in Snakemake's benchmark format.
+from dpreg.benchmarks import write_process_benchmark  # noqa: E402
+
+write_process_benchmark(snakemake.output.usage)  # noqa: F821
 
 # Every output is written: the interpreter's teardown does not rescan the objects left
 # alive (dpreg._collector; ~0.1-0.35 s of CPU per job, docs/scaling.md).
