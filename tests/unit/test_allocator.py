@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 
 import pytest
+from fresh_python import run_python
 
 # A 48 MB array (above glibc's largest mmap threshold, 32 MiB): where malloc put it while
 # alive (bytes in private mmaps, glibc's mallinfo2 `hblkhd`), and the free bytes the heap
@@ -36,14 +35,7 @@ _BYTES = 6_000_000 * 8
 
 
 def _probe(mode: str) -> list[str]:
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE, mode],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
-    return out.stdout.split()
+    return run_python(_PROBE, mode).split()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import ast
 import gc
-import os
-import subprocess
-import sys
 
+from fresh_python import run_python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,14 +47,7 @@ print(" ".join(out))
 
 
 def _run(pause: str = "", freeze: str = "", end: str = "") -> list[str]:
-    out = subprocess.run(
-        [sys.executable, "-c", _DRAW.format(pause=pause, freeze=freeze, end=end)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
-    return out.stdout.split()
+    return run_python(_DRAW.format(pause=pause, freeze=freeze, end=end)).split()
 
 
 def test_a_frozen_collector_gives_the_same_png_and_pdf():
@@ -103,15 +94,7 @@ def test_collect_frees_the_garbage_made_while_paused_instead_of_freezing_it():
     )
 
     def frozen(mode: str) -> int:
-        return int(
-            subprocess.run(
-                [sys.executable, "-c", code, mode],
-                capture_output=True,
-                text=True,
-                check=True,
-                env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-            ).stdout
-        )
+        return int(run_python(code, mode))
 
     # 20,000 cycles of two instances and their dicts: frozen only without the collection
     assert frozen("keep") - frozen("collect") >= 40000

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+from fresh_python import run_python
 
 _DRAW = """
 import hashlib, io, sys
@@ -30,14 +27,7 @@ _DEFER = "from dpreg.plotting.studies import defer_pdf_font_subsetting\n" + (
 
 
 def _run(setup: str, fonttype: int) -> tuple[str, bool]:
-    out = subprocess.run(
-        [sys.executable, "-c", _DRAW.format(setup=setup, fonttype=fonttype)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
-    digest, varlib = out.stdout.split()
+    digest, varlib = run_python(_DRAW.format(setup=setup, fonttype=fonttype)).split()
     return digest, varlib == "True"
 
 
@@ -57,11 +47,4 @@ def test_defer_is_a_no_op_once_fonttools_subset_is_imported():
         "from dpreg.plotting.studies import defer_pdf_font_subsetting\n"
         "print(defer_pdf_font_subsetting())"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
-    assert out.stdout.strip() == "False"
+    assert run_python(code).strip() == "False"

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import matplotlib
 import pytest
+from fresh_python import run_python
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -54,14 +51,7 @@ _SHARE = (
 
 
 def _run(setup: str, after: str) -> list[str]:
-    out = subprocess.run(
-        [sys.executable, "-c", _DRAW.format(setup=setup, after=after)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
-    return out.stdout.split()
+    return run_python(_DRAW.format(setup=setup, after=after)).split()
 
 
 def test_figure_job_changes_give_the_same_png_and_pdf():
@@ -79,14 +69,7 @@ def test_defer_is_a_no_op_once_matplotlib_defined_its_artists():
         "import matplotlib.lines as l\n"
         "print(defer_artist_set_docstrings(), l.Line2D.set.__doc__ is not None)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
-    assert out.stdout.split() == ["False", "True"]
+    assert run_python(code).split() == ["False", "True"]
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,10 @@ everything) and lists which of the heavy modules an import left loaded.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from fresh_python import run_python
 
 import dpreg.data
 import dpreg.privacy
@@ -20,20 +18,7 @@ from dpreg.estimators.registry import _BUILTIN_SOURCES as ESTIMATOR_SOURCES
 from dpreg.estimators.registry import BUILTIN_ESTIMATORS, ESTIMATORS
 from dpreg.experiments.claims import _CLAIM_SOURCES, CLAIM_CHECKS
 
-ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("scipy.optimize", "scipy.stats", "numba", "matplotlib", "sklearn", "statsmodels")
-
-
-def _run(code: str) -> str:
-    """Run ``code`` in a new interpreter (this process's path); its standard output."""
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
-    )
-    return out.stdout
 
 
 def _loaded(code: str) -> dict[str, list[str]]:
@@ -43,7 +28,7 @@ def _loaded(code: str) -> dict[str, list[str]]:
         "print(json.dumps({'heavy': [m for m in %r if m in sys.modules],"
         " 'dpreg': sorted(m for m in sys.modules if m.startswith('dpreg.'))}))" % (HEAVY,)
     )
-    return json.loads(_run(probe).splitlines()[-1])
+    return json.loads(run_python(probe).splitlines()[-1])
 
 
 def test_import_dpreg_loads_no_solver():
@@ -154,7 +139,7 @@ def test_a_data_job_loads_no_pandas_through_io_and_no_package_metadata():
 def test_the_mroz_example_table_is_read_without_importing_linearmodels():
     # export_example_table: linearmodels' data file is read where the package keeps it
     # (importing linearmodels loads SciPy and its formula stack, ~1 s).
-    out = _run(
+    out = run_python(
         "import sys\n"
         "from dpreg.data.examples import example_table_csv\n"
         "text = example_table_csv('mroz')\n"
@@ -179,7 +164,7 @@ def test_deferred_numpy_tool_modules_run_only_when_read():
         " numpy.f2py.__name__, 'numpy.f2py.crackfortran' in sys.modules,"
         " defer_numpy_tool_modules())"
     )
-    assert _run(probe).split() == [
+    assert run_python(probe).split() == [
         "['numpy.f2py',",
         "'numpy.testing']",
         "[]",
@@ -205,11 +190,11 @@ def test_every_job_script_importing_dpreg_experiments_defers_numpy_tools(repo_ro
         ), script.name
 
 
-def test_the_workflow_config_check_imports_no_signal_or_stats():
+def test_the_workflow_config_check_imports_no_signal_or_stats(repo_root):
     """The Snakefile's config check (every dry run, no-op rerun and SLURM job pays it) reads
     kinds, loaders and estimator signatures: scipy.signal (~0.6 s) and scipy.stats (~0.3 s)
     stay unloaded, and numpy's tool modules stay deferred (docs/scaling.md, "No-op rerun")."""
-    configs = [str(ROOT / "config" / name) for name in ("config.yaml", "smoke.yaml")]
+    configs = [str(repo_root / "config" / name) for name in ("config.yaml", "smoke.yaml")]
     code = (
         "import sys, yaml\n"
         "from dpreg._lazy import defer_numpy_tool_modules\n"
@@ -221,6 +206,6 @@ def test_the_workflow_config_check_imports_no_signal_or_stats():
         " if m in sys.modules))\n"
         "print(type(sys.modules['numpy.f2py']).__name__)"
     )
-    loaded, f2py_type = _run(code).splitlines()[-2:]
+    loaded, f2py_type = run_python(code).splitlines()[-2:]
     assert loaded == "[]"
     assert f2py_type == "_LazyModule"

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fresh_python import run_python
 
 # Every seaborn function the figure code calls (set_theme, color_palette, heatmap,
 # scatterplot, FacetGrid) on a small table, saved as the workflow saves figures.
@@ -50,14 +48,7 @@ print(json.dumps({{"installed": installed, "scipy_stats": "scipy.stats" in sys.m
 
 
 def _run(code: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), MPLBACKEND="Agg"),
-    )
-    return json.loads(out.stdout.splitlines()[-1])
+    return json.loads(run_python(code, env={"MPLBACKEND": "Agg"}).splitlines()[-1])
 
 
 def _digests(folder: Path) -> dict[str, str]:
