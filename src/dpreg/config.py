@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
+from dpreg._yaml import load_unique_keys
 
 LABEL_PATTERN = re.compile(r"^[A-Za-z0-9_.+-]+$")
 GLOBAL_CELL_KEYS = frozenset({"conversion"})
@@ -347,29 +347,6 @@ def check_config_references(config: Mapping[str, Any]) -> None:
                 )
 
 
-class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml: ~6x faster
-    """A YAML loader that refuses a key repeated in one mapping (YAML keeps the last)."""
-
-
-def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise ValueError(
-                f"{node.start_mark.name}: key {key!r} appears twice (lines {seen[key]} and"
-                f" {line}); YAML would silently keep only the second"
-            )
-        seen[key] = line
-    return loader.construct_mapping(node, deep=True)
-
-
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
-)
-
-
 def check_no_duplicate_keys(paths: Iterable[str | os.PathLike[str]]) -> None:
     """Raise ``ValueError`` naming the file, key and lines if a YAML file repeats a key.
 
@@ -389,7 +366,7 @@ def check_no_duplicate_keys(paths: Iterable[str | os.PathLike[str]]) -> None:
     """
     for path in paths:
         with open(path, encoding="utf-8") as fh:
-            yaml.load(fh, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+            load_unique_keys(fh)
 
 
 def check_hyper_blocks(config: Mapping[str, Any]) -> None:

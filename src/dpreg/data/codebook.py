@@ -90,6 +90,8 @@ from typing import Any
 import numpy as np
 import yaml
 
+from dpreg._yaml import load_unique_keys
+
 __all__ = [
     "CODEBOOK_KEYS",
     "COLUMN_KEYS",
@@ -139,28 +141,6 @@ class CodebookError(ValueError):
 
 # ----------------------------------------------------------------------------- YAML
 
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe YAML loader that refuses a key repeated in one mapping (as ``dpreg.config``)."""
-
-
-def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise CodebookError(
-                f"{node.start_mark.name}: key {key!r} appears twice (lines {seen[key]} and"
-                f" {line}); YAML would silently keep only the second"
-            )
-        seen[key] = line
-    return loader.construct_mapping(node, deep=True)
-
-
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
-)
 
 _NUMBER_TEXT = re.compile(
     r"^\s*[-+]?((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|\.?inf(inity)?|\.?nan)\s*$", re.IGNORECASE
@@ -803,21 +783,10 @@ def read_codebook(path: str | os.PathLike[str], *, sha256: str | None = None) ->
     except UnicodeDecodeError as err:
         raise CodebookError(f"{source}: not UTF-8 text ({err})") from None
     try:
-        data = yaml.load(text, Loader=_named_loader(source))  # noqa: S506 (a SafeLoader)
+        data = load_unique_keys(text, name=source, error=CodebookError)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or str(err)
         raise CodebookError(f"{source}: not valid YAML{where}: {problem}") from None
     return parse_codebook(data, source=source, sha256=actual)
-
-
-def _named_loader(source: str) -> Any:
-    """Return a :class:`_UniqueKeyLoader` factory whose marks name ``source`` (the file)."""
-
-    def make(stream: str) -> _UniqueKeyLoader:
-        loader = _UniqueKeyLoader(stream)
-        loader.name = source
-        return loader
-
-    return make
