@@ -3,7 +3,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-CORES ?= 8
+# Jobs at once: the machine's CPUs, at most 8. Each job is single-threaded, so more jobs
+# than CPUs only share them: on 2 CPUs, `--cores 8` cost the run jobs 15% more CPU than
+# `--cores 2` (cache contention; docs/scaling.md, "Threads of a job"). `make run CORES=16`
+# overrides it.
+CORES ?= $(shell n=$$(nproc 2>/dev/null || echo 8); if [ "$$n" -lt 8 ]; then echo "$$n"; else echo 8; fi)
 
 .PHONY: install run smoke slurm-smoke report test lint docs clean
 
