@@ -4,8 +4,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # Jobs at once: the machine's CPUs, at most 8. Each job is single-threaded, so more jobs
-# than CPUs only share them: on 2 CPUs, `--cores 8` cost the run jobs 15% more CPU than
-# `--cores 2` (cache contention; docs/scaling.md, "Threads of a job"). `make run CORES=16`
+# than CPUs only share them: on 2 CPUs, eight jobs at once cost each about 7% more CPU than
+# two (cache contention; docs/scaling.md, "Threads of a job"). `make run CORES=16`
 # overrides it.
 CORES ?= $(shell n=$$(nproc 2>/dev/null || echo 8); if [ "$$n" -lt 8 ]; then echo "$$n"; else echo 8; fi)
 
