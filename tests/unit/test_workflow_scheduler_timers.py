@@ -24,7 +24,6 @@ import yaml
 
 from dpreg._scheduler_timers import SNAKEMAKE_SCHEDULER_MODULE, cancel_scheduler_timers
 
-ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
 
@@ -51,12 +50,12 @@ def test_snakemakes_own_reevaluation_timer_is_cancelled_and_others_are_not():
     assert not fired.is_set()
 
 
-def test_the_workflow_cancels_the_timers_in_both_hooks_and_the_profile_sets_60s():
-    text = (ROOT / "workflow" / "Snakefile").read_text()
+def test_the_workflow_cancels_the_timers_in_both_hooks_and_the_profile_sets_60s(repo_root):
+    text = (repo_root / "workflow" / "Snakefile").read_text()
     for hook in ("onsuccess", "onerror"):
         body = re.search(rf"^{hook}:\n((?:[ \t]+.*\n|\n)+)", text, flags=re.M)
         assert body and "cancel_scheduler_timers()" in body.group(1), hook
-    profile = yaml.safe_load((ROOT / "profiles" / "default" / "config.yaml").read_text())
+    profile = yaml.safe_load((repo_root / "profiles" / "default" / "config.yaml").read_text())
     assert profile["max-jobs-per-timespan"] == "1000000/60s"
 
 
